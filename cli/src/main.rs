@@ -1,0 +1,338 @@
+//! `torchdx`: diagnose PyTorch training failures from their logs, offline.
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use torchdx_core::check::{self, Status};
+use torchdx_core::{format, Engine, RuleSource};
+
+mod eval;
+mod scaffold;
+
+#[derive(Parser)]
+#[command(name = "torchdx", version, about = "Diagnose PyTorch training failures from their logs, offline")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Md,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Diagnose a log file (or `-` for standard input).
+    Diagnose {
+        /// The log; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Add or override rules from this folder of rule files.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
+    /// Print a rule's encyclopedia entry.
+    Explain {
+        /// Rule id (see `--list`).
+        id: Option<String>,
+        /// List every rule.
+        #[arg(long)]
+        list: bool,
+        #[arg(long, value_enum, default_value = "md")]
+        format: Format,
+    },
+    /// Work on rule files.
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
+    },
+    /// Score the engine on a corpus of CASE/log.txt + CASE/truth.toml.
+    Eval {
+        dir: PathBuf,
+        /// Also write a machine-readable summary here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// List each miss.
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCmd {
+    /// List the rules of the built-in pack (plus DIR's, if given).
+    List {
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Validate rule files: schema, templates, placeholders, ids, examples.
+    Check { dir: Option<PathBuf> },
+    /// Run every example and show what differs from its expected evidence.
+    Test {
+        dir: Option<PathBuf>,
+        /// Rewrite each example's [example.evidence] with what the engine produced.
+        #[arg(long)]
+        bless: bool,
+    },
+    /// Write a new rule file with every section.
+    New {
+        id: String,
+        #[arg(long, default_value = "rules")]
+        dir: PathBuf,
+    },
+    /// Keep rule files in one canonical layout.
+    Fmt {
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write every example log to DIR/<rule>--<example>.log.
+    Examples {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Generate docs/rules/*.md and the hub page from the pack.
+    Docs {
+        #[arg(long, default_value = "docs/rules")]
+        out: PathBuf,
+        /// Fail if the files on disk differ instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+/// A failure the user must see: printed as `torchdx: ...`, exit status 2.
+struct Fail(String);
+
+impl<E: std::fmt::Display> From<E> for Fail {
+    fn from(e: E) -> Fail {
+        Fail(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(Fail(msg)) => {
+            let _ = writeln!(io::stderr(), "torchdx: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads the rule files of a folder (`*.toml` and `data/*.toml`), sorted by name.
+pub(crate) fn read_rule_dir(dir: &Path) -> Result<Vec<(String, String)>, Fail> {
+    let mut out = Vec::new();
+    for (sub, prefix) in [(dir.to_path_buf(), ""), (dir.join("data"), "data/")] {
+        let rd = match fs::read_dir(&sub) {
+            Ok(r) => r,
+            Err(e) if prefix.is_empty() => return Err(Fail(format!("{}: {e}", sub.display()))),
+            Err(_) => continue,
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml") && p.is_file() {
+                let text = fs::read_to_string(&p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+                let name = if prefix.is_empty() { p.display().to_string() } else { format!("{}/{}", dir.display(), format_args!("data/{}", p.file_name().unwrap_or_default().to_string_lossy())) };
+                out.push((name, text));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn sources(files: &[(String, String)]) -> Vec<RuleSource<'_>> {
+    files.iter().map(|(n, t)| RuleSource { name: n, text: t }).collect()
+}
+
+fn engine_with(rules: &Option<PathBuf>) -> Result<Engine, Fail> {
+    match rules {
+        None => Ok(Engine::builtin()),
+        Some(dir) => {
+            let files = read_rule_dir(dir)?;
+            Ok(Engine::with_extra(&sources(&files))?)
+        }
+    }
+}
+
+fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Fail> {
+    match file {
+        None => read_stdin(),
+        Some(p) if p.as_os_str() == "-" => read_stdin(),
+        Some(p) => fs::read(p).map_err(|e| Fail(format!("{}: {e}", p.display()))),
+    }
+}
+
+fn read_stdin() -> Result<Vec<u8>, Fail> {
+    let mut buf = Vec::new();
+    io::stdin().read_to_end(&mut buf).map_err(|e| Fail(format!("standard input: {e}")))?;
+    Ok(buf)
+}
+
+fn out(s: &str) -> Result<(), Fail> {
+    let mut o = io::stdout().lock();
+    match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
+        Ok(()) => Ok(()),
+        // A closed pipe (`| head`) is not an error worth a message.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Fail(format!("standard output: {e}"))),
+    }
+}
+
+/// The rule folder to work on: DIR, else `./rules` when it exists.
+fn rule_dir(dir: &Option<PathBuf>) -> Option<PathBuf> {
+    dir.clone().or_else(|| Some(PathBuf::from("rules")).filter(|p| p.is_dir()))
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Fail> {
+    match cli.cmd {
+        Cmd::Diagnose { file, format: fmt, rules, color } => {
+            let engine = engine_with(&rules)?;
+            let bytes = read_input(&file)?;
+            let report = engine.diagnose_bytes(&bytes);
+            let color = match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            };
+            let text = match fmt {
+                Format::Json => report.to_json() + "\n",
+                Format::Md => format::markdown(&report),
+                Format::Text => format::text(&report, color),
+            };
+            out(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Explain { id, list, format: fmt } => {
+            let engine = Engine::builtin();
+            if list || id.is_none() {
+                let mut s = String::new();
+                for r in engine.pack().rules() {
+                    s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), r.spec.title));
+                }
+                out(&s)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id = id.unwrap_or_default();
+            let Some(rule) = engine.pack().rule(&id) else {
+                return Err(Fail(format!("no rule `{id}`; `torchdx explain --list` lists them")));
+            };
+            match fmt {
+                Format::Json => out(&(serde_json::to_string_pretty(&rule.spec)? + "\n"))?,
+                _ => out(&format::explain_markdown(rule))?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Eval { dir, json, verbose } => eval::run(&dir, json.as_deref(), verbose),
+        Cmd::Rules { cmd } => rules(cmd),
+    }
+}
+
+fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
+    match cmd {
+        RulesCmd::List { rules } => {
+            let engine = engine_with(&rules)?;
+            let mut s = String::new();
+            for r in engine.pack().rules() {
+                s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), r.spec.title));
+            }
+            out(&s)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Check { dir } => {
+            let (report, n_files) = check_dir(&dir)?;
+            let mut s = String::new();
+            for d in &report.diagnostics {
+                s.push_str(&d.to_string());
+                s.push('\n');
+            }
+            let mut counts = [0usize; 3];
+            for e in &report.examples {
+                let (label, i) = match e.status {
+                    Status::Validated => ("validated", 0),
+                    Status::Missing => ("missing", 1),
+                    Status::Noisy => ("noisy", 2),
+                };
+                counts[i] += 1;
+                if e.status != Status::Validated {
+                    s.push_str(&format!("error: example `{}` of rule `{}` is {label}\n  --> {}:{}\n", e.name, e.rule, e.file, e.line));
+                    for d in &e.diffs {
+                        s.push_str(&format!("   = {d}\n"));
+                    }
+                    s.push('\n');
+                }
+            }
+            if report.examples.is_empty() {
+                s.push_str("error: no example ran: every rule needs [[example]] entries\n");
+            }
+            s.push_str(&format!(
+                "{n_files} files, {} examples: {} validated, {} missing, {} noisy; {} problems\n",
+                report.examples.len(),
+                counts[0],
+                counts[1],
+                counts[2],
+                report.diagnostics.len()
+            ));
+            out(&s)?;
+            Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        RulesCmd::Test { dir, bless } => scaffold::test(&rule_dir(&dir), bless),
+        RulesCmd::New { id, dir } => scaffold::new_rule(&id, &dir),
+        RulesCmd::Fmt { dir, check } => scaffold::fmt(&rule_dir(&dir), check),
+        RulesCmd::Examples { out: dir } => {
+            fs::create_dir_all(&dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+            let engine = Engine::builtin();
+            let mut n = 0;
+            for r in engine.pack().rules() {
+                for (i, e) in r.spec.examples.iter().enumerate() {
+                    let p = dir.join(format!("{}--{:02}-{}.log", r.id(), i, sanitize(&e.name)));
+                    fs::write(&p, &e.log).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+                    n += 1;
+                }
+            }
+            out(&format!("wrote {n} example logs to {}\n", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Docs { out: dir, check } => scaffold::docs(&dir, check),
+    }
+}
+
+/// Runs `rules check` over DIR (or the built-in pack); returns the report and file count.
+pub(crate) fn check_dir(dir: &Option<PathBuf>) -> Result<(check::CheckReport, usize), Fail> {
+    match rule_dir(dir) {
+        Some(d) => {
+            let files = read_rule_dir(&d)?;
+            let srcs = sources(&files);
+            // Checking the built-in folder itself, or an extra pack on top of it.
+            let builtin_dir = d.canonicalize().ok() == Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules").canonicalize().ok();
+            let base = if builtin_dir { Vec::new() } else { torchdx_core::builtin_sources() };
+            Ok((check::check(&srcs, &base), files.len()))
+        }
+        None => {
+            let srcs = torchdx_core::builtin_sources();
+            Ok((check::check(&srcs, &[]), srcs.len()))
+        }
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}

@@ -1,0 +1,294 @@
+//! Typed atoms shared by every grammar: devices, tensor type names, dtypes, shapes,
+//! byte sizes, integers, identifiers and paths.
+//!
+//! Each atom is a nom parser over `&str` in *complete* mode (the input is always whole),
+//! returning the remaining input and a value already normalised the way the report
+//! contract spells it (`GPU` → `cuda`, `torch.cuda.HalfTensor` → `cuda` + `Half`).
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_while, take_while1};
+use nom::character::complete::{char, digit1, multispace0, space0};
+use nom::combinator::{opt, recognize};
+use nom::multi::separated_list0;
+use nom::sequence::{delimited, preceded};
+use nom::{IResult, Parser};
+
+/// A device as PyTorch spells it today: `cpu`, `cuda`, `cuda:1`, `mps:0`, `meta`.
+pub fn device(i: &str) -> IResult<&str, String> {
+    let (rest, kind) = alt((
+        tag("cuda"),
+        tag("cpu"),
+        tag("mps"),
+        tag("meta"),
+        tag("xla"),
+        tag("xpu"),
+        tag("hpu"),
+        tag("npu"),
+        tag("privateuseone"),
+        tag("CUDA"),
+        tag("CPU"),
+        tag("GPU"),
+        tag("MPS"),
+        tag("XLA"),
+    ))
+    .parse(i)?;
+    let (rest, index) = opt(preceded(char(':'), digit1)).parse(rest)?;
+    // A device name glued to more identifier characters is some other word (`cpuinfo`).
+    if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Tag)));
+    }
+    let kind = match kind {
+        "CUDA" | "GPU" => "cuda",
+        "CPU" => "cpu",
+        "MPS" => "mps",
+        "XLA" => "xla",
+        k => k,
+    };
+    Ok((rest, match index {
+        Some(n) => format!("{kind}:{n}"),
+        None => kind.to_string(),
+    }))
+}
+
+/// A legacy tensor type name, giving its device and dtype:
+/// `torch.cuda.FloatTensor` → (`cuda`, `Float`), `torch.FloatTensor` → (`cpu`, `Float`),
+/// `CUDAFloatType` → (`cuda`, `Float`), `MPSFloatType` → (`mps`, `Float`).
+pub fn tensortype(i: &str) -> IResult<&str, (String, String)> {
+    let legacy: IResult<&str, _> = (
+        tag("torch."),
+        opt(tag("cuda.")),
+        opt(tag("sparse.")),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_'),
+    )
+        .parse(i);
+    if let Ok((rest, (_, cuda, _sparse, name))) = legacy {
+        if let Some(dtype) = name.strip_suffix("Tensor").filter(|d| !d.is_empty()) {
+            let dev = if cuda.is_some() { "cuda" } else { "cpu" };
+            return Ok((rest, (dev.to_string(), dtype.to_string())));
+        }
+    }
+    let (rest, name) = take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_').parse(i)?;
+    let Some(body) = name.strip_suffix("Type") else {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Tag)));
+    };
+    for (prefix, dev) in [
+        ("SparseCUDA", "cuda"),
+        ("CUDA", "cuda"),
+        ("SparseCPU", "cpu"),
+        ("CPU", "cpu"),
+        ("MPS", "mps"),
+        ("XLA", "xla"),
+        ("XPU", "xpu"),
+        ("Meta", "meta"),
+    ] {
+        if let Some(dtype) = body.strip_prefix(prefix).filter(|d| !d.is_empty()) {
+            return Ok((rest, (dev.to_string(), dtype.to_string())));
+        }
+    }
+    Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Tag)))
+}
+
+/// A dtype as printed: ScalarType (`Float`, `BFloat16`), Python (`torch.float32`),
+/// or C++ TypeMeta (`float`, `c10::Half`, `long int`).
+pub fn dtype(i: &str) -> IResult<&str, String> {
+    let (rest, s) = alt((
+        recognize((tag("torch."), ident)),
+        recognize((tag("c10::"), ident)),
+        recognize((alt((tag("long"), tag("unsigned"), tag("signed"))), space0, alt((tag("long int"), tag("int"), tag("char"), tag("long"))))),
+        ident,
+    ))
+    .parse(i)?;
+    Ok((rest, s.trim_end().to_string()))
+}
+
+/// A shape: `64x128`, `[64, 128]`, `torch.Size([64, 128])`, `[]`, `[64 x 128]`.
+pub fn shape(i: &str) -> IResult<&str, Vec<i64>> {
+    alt((
+        delimited(tag("torch.Size(["), dims_list, (tag("])"),)),
+        delimited(char('['), dims_list, char(']')),
+        dims_x,
+    ))
+    .parse(i)
+}
+
+fn dims_list(i: &str) -> IResult<&str, Vec<i64>> {
+    let sep = alt((
+        recognize((multispace0, char(','), multispace0)),
+        recognize((multispace0, char('x'), multispace0)),
+    ));
+    let (rest, dims) = delimited(multispace0, separated_list0(sep, int), (multispace0, opt(char(',')), multispace0)).parse(i)?;
+    Ok((rest, dims))
+}
+
+fn dims_x(i: &str) -> IResult<&str, Vec<i64>> {
+    let (rest, first) = int(i)?;
+    let (rest, more) = nom::multi::many1(preceded(char('x'), int)).parse(rest)?;
+    let mut dims = vec![first];
+    dims.extend(more);
+    Ok((rest, dims))
+}
+
+/// A byte size as the CUDA caching allocator prints it: `0 bytes`, `512.00 KiB`,
+/// `20.00 MiB`, `79.15 GiB`. Returns the text as printed and the byte count.
+pub fn size(i: &str) -> IResult<&str, (String, u64)> {
+    let (rest, (num, _, unit)) = (
+        recognize((digit1, opt((char('.'), digit1)))),
+        space0,
+        alt((
+            tag("bytes"),
+            tag("KiB"),
+            tag("MiB"),
+            tag("GiB"),
+            tag("TiB"),
+            tag("EiB"),
+            tag("KB"),
+            tag("MB"),
+            tag("GB"),
+            tag("EB"),
+            tag("B"),
+        )),
+    )
+        .parse(i)?;
+    let value: f64 = num.parse().unwrap_or(0.0);
+    let mult: f64 = match unit {
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024f64.powi(4),
+        "EiB" => 1024f64.powi(6),
+        "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "EB" => 1e18,
+        _ => 1.0,
+    };
+    let printed = &i[..i.len() - rest.len()];
+    Ok((rest, (printed.to_string(), (value * mult).round().min(u64::MAX as f64) as u64)))
+}
+
+/// A signed decimal integer (saturating: a 40-digit number does not fail or wrap).
+pub fn int(i: &str) -> IResult<&str, i64> {
+    let (rest, s) = recognize((opt(char('-')), digit1)).parse(i)?;
+    let v = s.parse::<i64>().unwrap_or(if s.starts_with('-') { i64::MIN } else { i64::MAX });
+    Ok((rest, v))
+}
+
+/// A decimal number as printed (`1.5`, `42`, `-0.25`, `1e-3`).
+pub fn num(i: &str) -> IResult<&str, &str> {
+    recognize((
+        opt(char('-')),
+        digit1,
+        opt((char('.'), digit1)),
+        opt((alt((char('e'), char('E'))), opt(alt((char('-'), char('+')))), digit1)),
+    ))
+    .parse(i)
+}
+
+/// A Python or C++ identifier.
+pub fn ident(i: &str) -> IResult<&str, &str> {
+    recognize((
+        take_while1(|c: char| c.is_alphabetic() || c == '_'),
+        take_while(|c: char| c.is_alphanumeric() || c == '_'),
+    ))
+    .parse(i)
+}
+
+/// A qualified name: `torch.nn.Linear`, `c10::Error`, `numpy.core.multiarray._reconstruct`.
+pub fn qualname(i: &str) -> IResult<&str, &str> {
+    recognize((ident, nom::multi::many0((alt((tag("::"), tag("."))), ident)))).parse(i)
+}
+
+/// A file path without spaces (`../aten/src/ATen/native/cuda/Loss.cu`, `C:\x\y.py`).
+pub fn path(i: &str) -> IResult<&str, &str> {
+    let (_, p) = take_while1(|c: char| {
+        !c.is_whitespace() && !matches!(c, ',' | '"' | '\'' | '`' | ')' | '(' | '<' | '>')
+    })
+    .parse(i)?;
+    // A trailing `:` or `.` belongs to the sentence, not the path.
+    let trimmed = p.trim_end_matches([':', '.']);
+    if trimmed.is_empty() {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::TakeWhile1)));
+    }
+    Ok((&i[trimmed.len()..], trimmed))
+}
+
+/// Any run of non-whitespace characters.
+pub fn word(i: &str) -> IResult<&str, &str> {
+    take_while1(|c: char| !c.is_whitespace()).parse(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices() {
+        let table = [
+            ("cpu and", "cpu", " and"),
+            ("cuda:1!", "cuda:1", "!"),
+            ("cuda", "cuda", ""),
+            ("mps:0)", "mps:0", ")"),
+            ("meta ", "meta", " "),
+            ("xla:0", "xla:0", ""),
+            ("GPU (while", "cuda", " (while"),
+            ("CPU,", "cpu", ","),
+        ];
+        for (input, want, rest) in table {
+            assert_eq!(device(input).unwrap(), (rest, want.to_string()), "{input}");
+        }
+        assert!(device("cpuinfo").is_err());
+        assert!(device("gpu").is_err());
+    }
+
+    #[test]
+    fn tensortypes() {
+        let table = [
+            ("torch.cuda.FloatTensor)", ("cuda", "Float"), ")"),
+            ("torch.FloatTensor", ("cpu", "Float"), ""),
+            ("torch.cuda.HalfTensor", ("cuda", "Half"), ""),
+            ("torch.cuda.sparse.FloatTensor", ("cuda", "Float"), ""),
+            ("CUDAFloatType)", ("cuda", "Float"), ")"),
+            ("MPSFloatType", ("mps", "Float"), ""),
+            ("CPUBFloat16Type", ("cpu", "BFloat16"), ""),
+        ];
+        for (input, (dev, dt), rest) in table {
+            assert_eq!(tensortype(input).unwrap(), (rest, (dev.to_string(), dt.to_string())), "{input}");
+        }
+        assert!(tensortype("torch.Tensor").is_err());
+        assert!(tensortype("Type").is_err());
+    }
+
+    #[test]
+    fn shapes() {
+        let table: [(&str, &[i64]); 6] = [
+            ("64x128", &[64, 128]),
+            ("[64, 128]", &[64, 128]),
+            ("torch.Size([64, 128])", &[64, 128]),
+            ("[]", &[]),
+            ("[14]", &[14]),
+            ("[4 x 3]", &[4, 3]),
+        ];
+        for (input, want) in table {
+            assert_eq!(shape(input).unwrap().1, want.to_vec(), "{input}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("20.00 MiB").unwrap().1, ("20.00 MiB".to_string(), 20 * 1024 * 1024));
+        assert_eq!(size("0 bytes").unwrap().1 .1, 0);
+        assert_eq!(size("1.25 GiB.").unwrap(), (".", ("1.25 GiB".to_string(), 1_342_177_280)));
+    }
+
+    #[test]
+    fn numbers_and_names() {
+        assert_eq!(int("-9 (pid").unwrap(), (" (pid", -9));
+        assert_eq!(int("99999999999999999999999").unwrap().1, i64::MAX);
+        assert_eq!(qualname("torch.nn.Linear(").unwrap(), ("(", "torch.nn.Linear"));
+        assert_eq!(qualname("c10::Error'").unwrap(), ("'", "c10::Error"));
+        assert_eq!(dtype("long int instead").unwrap().1, "long int");
+        assert_eq!(dtype("c10::Half").unwrap().1, "c10::Half");
+        assert_eq!(dtype("torch.float32,").unwrap().1, "torch.float32");
+        assert_eq!(path("../aten/src/Loss.cu:250:").unwrap().1, "../aten/src/Loss.cu:250");
+    }
+}

@@ -1,0 +1,301 @@
+//! The engine: from bytes to a [`Report`].
+//!
+//! Data flows one way:
+//!
+//! 1. [`ingest`](crate::ingest) cleans lines and attributes them to ranks;
+//! 2. lines are regrouped per stream (one per rank, plus the unranked launcher stream),
+//!    so interleaved ranks do not break each other's tracebacks;
+//! 3. [`grammar::traceback`](crate::grammar::traceback) finds each stream's tracebacks;
+//! 4. the aho-corasick prefilter finds the rule templates' anchor words, and only there
+//!    are templates matched;
+//! 5. matches become events, attached to the traceback whose message holds them;
+//! 6. [`infer`](crate::infer) turns events into findings: evidence, culprit, ranks,
+//!    roles, timeline, and the rule text rendered against the evidence.
+
+use std::collections::BTreeMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde_json::Value;
+
+use crate::grammar::traceback::{self, Traceback};
+use crate::ingest::{self, Line};
+use crate::infer;
+use crate::pack::{Pack, PackError, Rule, RuleSource};
+use crate::report::{Input, Report, SCHEMA};
+use crate::template::Match;
+
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
+}
+
+/// The built-in rule pack's sources.
+pub fn builtin_sources() -> Vec<RuleSource<'static>> {
+    builtin::BUILTIN.iter().map(|(name, text)| RuleSource { name, text }).collect()
+}
+
+/// A compiled rule pack with its prefilter. Build once, diagnose many logs.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pack: Pack,
+    prefilter: AhoCorasick,
+    /// For each prefilter pattern: the (rule, template) pairs anchored on it.
+    anchors: Vec<Vec<(usize, usize)>>,
+    use_prefilter: bool,
+}
+
+/// One template match, placed in its stream.
+#[derive(Clone, Debug)]
+pub(crate) struct Event {
+    pub rule: usize,
+    pub template: usize,
+    pub m: Match,
+    /// Stream-local line indices the match covers.
+    pub first: usize,
+    pub last: usize,
+    /// Index of the traceback (in the stream's list) whose message holds the match.
+    pub tb: Option<usize>,
+}
+
+/// A stream after parsing: its lines, tracebacks and events.
+#[derive(Debug)]
+pub(crate) struct Stream<'l> {
+    pub rank: Option<u32>,
+    pub lines: Vec<&'l Line>,
+    pub tracebacks: Vec<Traceback>,
+    pub events: Vec<Event>,
+}
+
+impl Engine {
+    /// The engine with the built-in rule pack.
+    ///
+    /// # Panics
+    /// Never for a released build: the built-in pack is compiled and checked by the
+    /// test suite, so a failure here is a bug in the pack, not in the input.
+    pub fn builtin() -> Engine {
+        Engine::new(Pack::new(&builtin_sources()).expect("the built-in rule pack is valid (checked by tests)"))
+    }
+
+    /// The built-in pack plus `extra` rule files (a rule with an existing id replaces it).
+    pub fn with_extra(extra: &[RuleSource<'_>]) -> Result<Engine, PackError> {
+        let mut sources = builtin_sources();
+        sources.extend_from_slice(extra);
+        Ok(Engine::new(Pack::new(&sources)?))
+    }
+
+    /// An engine over any compiled pack.
+    pub fn new(pack: Pack) -> Engine {
+        let mut patterns: Vec<String> = Vec::new();
+        let mut anchors: Vec<Vec<(usize, usize)>> = Vec::new();
+        for (ri, rule) in pack.rules().iter().enumerate() {
+            for (ti, t) in rule.templates.iter().enumerate() {
+                let a = t.anchor().to_string();
+                let pid = match patterns.iter().position(|p| *p == a) {
+                    Some(p) => p,
+                    None => {
+                        patterns.push(a);
+                        anchors.push(Vec::new());
+                        patterns.len() - 1
+                    }
+                };
+                anchors[pid].push((ri, ti));
+            }
+        }
+        let prefilter = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .expect("anchors are short literals: the automaton always builds");
+        Engine { pack, prefilter, anchors, use_prefilter: true }
+    }
+
+    /// Turns the prefilter off (every position is tried): for differential tests that
+    /// prove the prefilter never hides a match.
+    pub fn without_prefilter(mut self) -> Engine {
+        self.use_prefilter = false;
+        self
+    }
+
+    /// The rule pack.
+    pub fn pack(&self) -> &Pack {
+        &self.pack
+    }
+
+    /// Diagnoses a log given as text.
+    pub fn diagnose(&self, text: &str) -> Report {
+        self.diagnose_bytes(text.as_bytes())
+    }
+
+    /// Diagnoses a log given as bytes (invalid UTF-8 is replaced, line numbers kept).
+    pub fn diagnose_bytes(&self, bytes: &[u8]) -> Report {
+        let lines = ingest::lines(bytes);
+        self.diagnose_lines(bytes.len() as u64, &lines)
+    }
+
+    /// Diagnoses already-cleaned lines (the streaming front end feeds this).
+    pub fn diagnose_lines(&self, nbytes: u64, lines: &[Line]) -> Report {
+        let mut ranks: Vec<u32> = lines.iter().filter_map(|l| l.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let input = Input { bytes: nbytes, lines: lines.last().map(|l| l.no as u64).unwrap_or(0), ranks };
+        let streams = self.streams(lines);
+        let findings = infer::findings(self, &streams, lines);
+        let (initiating, findings, timeline) = infer::roles(findings);
+        Report { schema: SCHEMA.to_string(), input, initiating, findings, timeline }
+    }
+
+    /// Regroups lines per stream and parses each.
+    fn streams<'l>(&self, lines: &'l [Line]) -> Vec<Stream<'l>> {
+        let mut order: Vec<Option<u32>> = Vec::new();
+        let mut groups: BTreeMap<Option<u32>, Vec<&'l Line>> = BTreeMap::new();
+        for l in lines {
+            let g = groups.entry(l.rank).or_default();
+            if g.is_empty() {
+                order.push(l.rank);
+            }
+            g.push(l);
+        }
+        order
+            .into_iter()
+            .map(|rank| {
+                let ls = groups.remove(&rank).unwrap_or_default();
+                self.parse_stream(rank, ls)
+            })
+            .collect()
+    }
+
+    fn parse_stream<'l>(&self, rank: Option<u32>, lines: Vec<&'l Line>) -> Stream<'l> {
+        let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        let tracebacks = traceback::parse(&texts);
+        let mut hay = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
+        let mut starts = Vec::with_capacity(texts.len());
+        for t in &texts {
+            starts.push(hay.len());
+            hay.push_str(t);
+            hay.push('\n');
+        }
+        let events = self.match_events(&hay, &starts, &tracebacks);
+        Stream { rank, lines, tracebacks, events }
+    }
+
+    /// Runs the templates at the prefilter's hits and keeps the best non-overlapping
+    /// matches.
+    fn match_events(&self, hay: &str, starts: &[usize], tbs: &[Traceback]) -> Vec<Event> {
+        let rules = self.pack.rules();
+        let mut cands: Vec<Event> = Vec::new();
+        let try_at = |ri: usize, ti: usize, pos: usize, cands: &mut Vec<Event>| {
+            let rule: &Rule = &rules[ri];
+            let Some(m) = rule.templates[ti].match_at(hay, pos) else { return };
+            let first = line_of(starts, m.start);
+            let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
+            let tb = owning_traceback(tbs, first);
+            if let Some(tbi) = tb {
+                if in_frames(&tbs[tbi], first) {
+                    return;
+                }
+            }
+            cands.push(Event { rule: ri, template: ti, m, first, last, tb });
+        };
+        if self.use_prefilter {
+            for hit in self.prefilter.find_overlapping_iter(hay) {
+                for &(ri, ti) in &self.anchors[hit.pattern().as_usize()] {
+                    try_at(ri, ti, hit.start(), &mut cands);
+                }
+            }
+        } else {
+            for (ri, rule) in rules.iter().enumerate() {
+                for (ti, t) in rule.templates.iter().enumerate() {
+                    let mut pos = 0;
+                    while let Some(off) = hay[pos..].find(t.anchor()) {
+                        try_at(ri, ti, pos + off, &mut cands);
+                        pos += off + 1;
+                        while !hay.is_char_boundary(pos) {
+                            pos += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Exception-class filters of the templates.
+        cands.retain(|e| {
+            let spec = &rules[e.rule].spec.matches[e.template];
+            if spec.exception.is_empty() {
+                return true;
+            }
+            let class = e.tb.and_then(|t| tbs[t].exception.as_ref()).map(|x| x.short_class().to_string()).or_else(|| {
+                let line_start = starts[e.first];
+                let before = &hay[line_start..e.m.start];
+                traceback::exception_line(before.trim()).map(|(c, _)| c.rsplit('.').next().unwrap_or(c).to_string())
+            });
+            class.is_some_and(|c| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(c.as_str())))
+        });
+        // Conditions on a match's own captures.
+        cands.retain(|e| match &rules[e.template_spec_rule()].spec.matches[e.template].when {
+            None => true,
+            Some(w) => {
+                let mut ev = BTreeMap::new();
+                captures_to_evidence(&e.m, &mut ev);
+                crate::infer::derive(&mut ev);
+                crate::infer::holds_on_evidence(w, &ev)
+            }
+        });
+        // Best first: priority, then specificity, then position.
+        cands.sort_by(|a, b| {
+            let (ra, rb) = (&rules[a.rule].spec, &rules[b.rule].spec);
+            rb.priority.cmp(&ra.priority).then(b.m.literal_len.cmp(&a.m.literal_len)).then(a.m.start.cmp(&b.m.start))
+        });
+        let mut kept: Vec<Event> = Vec::new();
+        for c in cands {
+            let overlaps = kept.iter().any(|k| c.m.start < k.m.end && k.m.start < c.m.end);
+            if !overlaps {
+                kept.push(c);
+            }
+        }
+        kept.sort_by_key(|e| e.m.start);
+        kept
+    }
+}
+
+impl Event {
+    fn template_spec_rule(&self) -> usize {
+        self.rule
+    }
+}
+
+/// Stream-local line index holding byte `off`.
+fn line_of(starts: &[usize], off: usize) -> usize {
+    match starts.binary_search(&off) {
+        Ok(i) => i,
+        Err(i) => i.saturating_sub(1),
+    }
+}
+
+/// The innermost traceback whose exception message covers `line`.
+fn owning_traceback(tbs: &[Traceback], line: usize) -> Option<usize> {
+    tbs.iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let e = t.exception.as_ref()?;
+            (e.first <= line && line <= e.last.max(t.end)).then_some((i, e.last.max(t.end) - e.first))
+        })
+        .min_by_key(|&(_, span)| span)
+        .map(|(i, _)| i)
+}
+
+/// Whether `line` is a frame or source line of the traceback (not its message).
+fn in_frames(tb: &Traceback, line: usize) -> bool {
+    let first_msg = tb.exception.as_ref().map(|e| e.first).unwrap_or(usize::MAX);
+    tb.start <= line && line < first_msg && tb.frames.iter().any(|f| f.at <= line)
+}
+
+/// Evidence values captured by one match, merged into a map (`name[]` keys append).
+pub(crate) fn captures_to_evidence(m: &Match, ev: &mut BTreeMap<String, Value>) {
+    for (k, v) in &m.captures {
+        if let Some(list) = k.strip_suffix("[]") {
+            let entry = ev.entry(list.to_string()).or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(a) = entry {
+                a.push(v.clone());
+            }
+        } else {
+            ev.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}

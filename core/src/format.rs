@@ -1,0 +1,255 @@
+//! Human-readable renderings of a [`Report`] and of a rule's encyclopedia entry:
+//! plain text for a terminal (optionally coloured) and Markdown for issues and chat.
+
+use std::fmt::Write;
+
+use crate::infer::compress_ranks;
+use crate::pack::Rule;
+use crate::render::value_text;
+use crate::report::{Finding, Report, Role};
+
+/// Evidence keys shown first, in this order; the rest follow alphabetically.
+const KEY_ORDER: &[&str] = &["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
+
+fn ordered_evidence(f: &Finding) -> Vec<(&str, String)> {
+    let mut out: Vec<(&str, String)> = Vec::new();
+    for k in KEY_ORDER {
+        if let Some(v) = f.evidence.get(*k) {
+            out.push((k, value_text(v)));
+        }
+    }
+    for (k, v) in &f.evidence {
+        if !KEY_ORDER.contains(&k.as_str()) {
+            out.push((k, value_text(v)));
+        }
+    }
+    out
+}
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    fn red(&self, s: &str) -> String {
+        self.paint("1;31", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+    fn green(&self, s: &str) -> String {
+        self.paint("32", s)
+    }
+}
+
+fn who(f: &Finding) -> String {
+    if f.ranks.len() > 1 {
+        format!("ranks {}", compress_ranks(&f.ranks))
+    } else if let Some(r) = f.rank {
+        format!("rank {r}")
+    } else {
+        String::new()
+    }
+}
+
+/// The report for a person at a terminal: headline, culprit, evidence with line
+/// numbers, checklist, fix, verify; collateral findings in brief.
+pub fn text(report: &Report, color: bool) -> String {
+    let st = Style { on: color };
+    let mut o = String::new();
+    if report.findings.is_empty() {
+        let _ = writeln!(o, "No failure found in {} lines.", report.input.lines);
+        let _ = writeln!(o, "torchdx looks for Python tracebacks and PyTorch, CUDA, NCCL and torchrun error messages; paste the log from the first error to the end.");
+        return o;
+    }
+    for (i, f) in report.findings.iter().enumerate() {
+        if f.role == Role::Collateral && report.initiating.is_some() {
+            continue;
+        }
+        if i > 0 {
+            let _ = writeln!(o);
+        }
+        let tag = match f.role {
+            Role::Initiating => "initiating",
+            Role::Independent => "independent",
+            Role::Collateral => "collateral",
+        };
+        let w = who(f);
+        let _ = writeln!(o, "{} {} [{}]{}", st.red("●"), st.bold(&f.title), f.id, if w.is_empty() { String::new() } else { format!(" on {w}") });
+        let _ = writeln!(o, "  {}", st.dim(&format!("{tag}, {:?} confidence, lines {}-{}", f.confidence, f.location.line, f.location.end_line).to_lowercase()));
+        if let Some(c) = &f.culprit {
+            let _ = writeln!(o, "\n  {} {}", st.bold("Culprit:"), c.summary);
+        }
+        let _ = writeln!(o, "\n  {}", st.bold("Evidence"));
+        for (k, v) in ordered_evidence(f) {
+            let _ = writeln!(o, "    {:<16} {}", st.dim(k), v);
+        }
+        let _ = writeln!(o, "\n  {}", st.bold("Why"));
+        for l in wrap(&f.mechanism, 76) {
+            let _ = writeln!(o, "    {l}");
+        }
+        if !f.checklist.is_empty() {
+            let _ = writeln!(o, "\n  {}", st.bold("Check"));
+            for c in &f.checklist {
+                let _ = writeln!(o, "    [ ] {c}");
+            }
+        }
+        let _ = writeln!(o, "\n  {}", st.bold("Fix"));
+        for l in f.fix.lines() {
+            let _ = writeln!(o, "    {}", st.green(l));
+        }
+        let _ = writeln!(o, "\n  {} {}", st.bold("Verify:"), f.verify);
+        if !f.missing.is_empty() {
+            let _ = writeln!(o, "  {} {}", st.bold("Missing:"), f.missing.join("; "));
+        }
+        let _ = writeln!(o, "  {} {}", st.bold("Next:"), f.next_action);
+    }
+    let collateral: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
+    if !collateral.is_empty() && report.initiating.is_some() {
+        let _ = writeln!(o, "\n{}", st.bold("Collateral (echoes of the failure above)"));
+        for f in collateral {
+            let w = who(f);
+            let _ = writeln!(o, "  - {} [{}]{} line {}", f.title, f.id, if w.is_empty() { String::new() } else { format!(" {w},") }, f.location.line);
+        }
+    }
+    if report.timeline.len() > 1 {
+        let _ = writeln!(o, "\n{}", st.bold("Timeline"));
+        for t in &report.timeline {
+            let _ = writeln!(o, "  {} {}", t.time.as_deref().unwrap_or("        "), t.text);
+        }
+    }
+    o
+}
+
+/// The report as Markdown.
+pub fn markdown(report: &Report) -> String {
+    let mut o = String::new();
+    if report.findings.is_empty() {
+        let _ = writeln!(o, "**torchdx:** no failure found in {} lines.", report.input.lines);
+        return o;
+    }
+    for f in &report.findings {
+        let w = who(f);
+        let _ = writeln!(o, "## {} (`{}`{})\n", f.title, f.id, if w.is_empty() { String::new() } else { format!(", {w}") });
+        let _ = writeln!(o, "*{:?}, {:?} confidence, lines {}–{}*\n", f.role, f.confidence, f.location.line, f.location.end_line);
+        if f.role == Role::Collateral {
+            continue;
+        }
+        if let Some(c) = &f.culprit {
+            let _ = writeln!(o, "**Culprit:** {}\n", c.summary);
+        }
+        let _ = writeln!(o, "| evidence | value |\n|---|---|");
+        for (k, v) in ordered_evidence(f) {
+            let _ = writeln!(o, "| {k} | `{}` |", v.replace('|', "\\|").replace('`', "'"));
+        }
+        let _ = writeln!(o, "\n**Why.** {}\n", f.mechanism);
+        if !f.checklist.is_empty() {
+            let _ = writeln!(o, "**Check**\n");
+            for c in &f.checklist {
+                let _ = writeln!(o, "- [ ] {c}");
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o, "**Fix.** {}\n\n**Verify.** {}\n\n**Prevent.** {}\n", f.fix, f.verify, f.prevent);
+        if !f.missing.is_empty() {
+            let _ = writeln!(o, "**Missing:** {}\n", f.missing.join("; "));
+        }
+        let _ = writeln!(o, "**Next:** {}\n", f.next_action);
+    }
+    if report.timeline.len() > 1 {
+        let _ = writeln!(o, "### Timeline\n");
+        for t in &report.timeline {
+            let _ = writeln!(o, "1. {}{}", t.time.as_ref().map(|x| format!("{x} ")).unwrap_or_default(), t.text);
+        }
+    }
+    o
+}
+
+/// A rule's encyclopedia entry as Markdown (used by `explain` and `docs/rules/`).
+pub fn explain_markdown(rule: &Rule) -> String {
+    let s = &rule.spec;
+    let mut o = String::new();
+    let _ = writeln!(o, "# {}: {}\n", rule.id(), s.title);
+    let _ = writeln!(o, "Family: `{}`{}\n", rule.family(), if s.collateral { " (usually collateral: the echo of a failure elsewhere)" } else { "" });
+    let _ = writeln!(o, "{}\n", s.summary);
+    let _ = writeln!(o, "## Messages\n");
+    for m in &s.matches {
+        let _ = writeln!(o, "- `{}`{}", m.template.get_ref().replace('`', "'"), m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default());
+    }
+    let _ = writeln!(o, "\n## Mechanism\n\n{}\n", s.mechanism.trim());
+    let _ = writeln!(o, "## Checklist\n");
+    for c in &s.checklist {
+        let _ = writeln!(o, "- [ ] {c}");
+    }
+    let _ = writeln!(o, "\n## Fix\n\n{}\n", s.fix.trim());
+    let _ = writeln!(o, "## Verify\n\n{}\n", s.verify.trim());
+    let _ = writeln!(o, "## Prevent\n\n{}\n", s.prevent.trim());
+    if !s.missing.is_empty() {
+        let _ = writeln!(o, "## What the log may not show\n");
+        for m in &s.missing {
+            let _ = writeln!(o, "- {m}");
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o, "## Next action\n\n{}\n", s.next_action.trim());
+    if !s.cases.is_empty() {
+        let _ = writeln!(o, "## Variants bound to evidence\n");
+        for c in &s.cases {
+            let mut conds = Vec::new();
+            let w = &c.when;
+            conds.extend(w.present.iter().map(|k| format!("`{k}` shown")));
+            conds.extend(w.absent.iter().map(|k| format!("no `{k}`")));
+            conds.extend(w.equals.iter().map(|(k, v)| format!("`{k}` = {}", v.values().join(" or "))));
+            conds.extend(w.contains.iter().map(|(k, v)| format!("`{k}` contains \"{v}\"")));
+            conds.extend(w.differ.iter().map(|k| format!("`{k}` differ")));
+            conds.extend(w.frame_contains.iter().map(|k| format!("a frame in `{k}`")));
+            conds.extend(w.log_contains.iter().map(|k| format!("the log shows \"{k}\"")));
+            conds.extend(w.exception.iter().map(|k| format!("raised as `{k}`")));
+            let what = c.title.as_deref().or(c.fix.as_deref()).unwrap_or("different advice");
+            let _ = writeln!(o, "- When {}: {}", if conds.is_empty() { "always".into() } else { conds.join(", ") }, first_line(what));
+        }
+        let _ = writeln!(o);
+    }
+    if !s.related.is_empty() {
+        let rel: Vec<String> = s.related.iter().map(|r| format!("[{0}]({0}.md)", r.get_ref())).collect();
+        let _ = writeln!(o, "## Related\n\n{}\n", rel.join(", "));
+    }
+    let _ = writeln!(o, "## Examples\n");
+    for e in &s.examples {
+        let _ = writeln!(o, "### {} ({})\n\n```text\n{}\n```\n", e.name, if e.expect == crate::pack::Expect::Match { "diagnosed" } else { "not this rule" }, e.log.trim_end());
+    }
+    o
+}
+
+fn first_line(s: &str) -> &str {
+    s.trim().lines().next().unwrap_or("")
+}
+
+/// Greedy word wrap.
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for para in s.lines() {
+        let mut line = String::new();
+        for w in para.split_whitespace() {
+            if !line.is_empty() && line.len() + 1 + w.len() > width {
+                out.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(w);
+        }
+        out.push(line);
+    }
+    out
+}

@@ -1,0 +1,463 @@
+//! Python tracebacks, as CPython, IPython/Jupyter and the DataLoader print them.
+//!
+//! Accepted: the `Traceback (most recent call last):` header (also IPython's
+//! `SomeError    Traceback (most recent call last)` banner and DataLoader's
+//! `Original Traceback (most recent call last):`), frames (`File "...", line N, in f`,
+//! IPython `File /path.py:43`, `Cell In[3], line 7`, `<ipython-input-..> in <module>`),
+//! source lines (`---> 43 code`), 3.11+ caret lines, `[Previous line repeated N more
+//! times]`, the exception line and its multi-line message, both chaining separators,
+//! and nested worker tracebacks. A traceback cut short still yields what it has.
+//! Parsing is iterative (no recursion on chain or nesting depth) and linear.
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till, take_until, take_while1};
+use nom::character::complete::{char, digit1, space0};
+use nom::combinator::opt;
+use nom::{IResult, Parser};
+
+/// Longest exception message, in lines.
+const MAX_MESSAGE_LINES: usize = 400;
+
+/// One stack frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The file as printed (or `In[3]` for a notebook cell).
+    pub file: String,
+    pub line: Option<u32>,
+    pub func: Option<String>,
+    /// The source line shown under the frame, trimmed.
+    pub code: Option<String>,
+    /// Index (into the stream's lines) of the frame's `File` line.
+    pub at: usize,
+}
+
+impl Frame {
+    /// `basename:line` as the report contract spells `failing_frame`.
+    pub fn short(&self) -> String {
+        let base = self.file.rsplit(['/', '\\']).next().unwrap_or(&self.file);
+        match self.line {
+            Some(n) => format!("{base}:{n}"),
+            None => base.to_string(),
+        }
+    }
+
+    /// Whether the frame is in the user's own code rather than torch, an installed
+    /// package or the Python standard library.
+    pub fn is_user(&self) -> bool {
+        let f = self.file.replace('\\', "/");
+        let lower = f.to_ascii_lowercase();
+        !(lower.contains("site-packages")
+            || lower.contains("dist-packages")
+            || lower.contains("/lib/python")
+            || lower.starts_with("lib/python")
+            || lower.starts_with("torch/")
+            || lower.contains("/torch/")
+            || lower.starts_with("<frozen")
+            || lower.contains("/pytorch/")
+            || lower.contains("transformers_modules")
+            || lower.contains("/.cache/")
+            || lower == "<string>")
+    }
+}
+
+/// An exception line with its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exception {
+    /// Class as printed, possibly qualified (`torch.OutOfMemoryError`).
+    pub class: String,
+    /// The message: the rest of the exception line and its continuation lines.
+    pub message: String,
+    /// Stream line indices of the exception line and the message's last line.
+    pub first: usize,
+    pub last: usize,
+}
+
+impl Exception {
+    /// The class without its module path.
+    pub fn short_class(&self) -> &str {
+        self.class.rsplit(['.', ':']).next().unwrap_or(&self.class)
+    }
+}
+
+/// How a traceback relates to the one before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The first of its chain.
+    Start,
+    /// `The above exception was the direct cause of the following exception:`
+    Cause,
+    /// `During handling of the above exception, another exception occurred:`
+    Context,
+    /// An `Original Traceback` nested in the previous traceback's message.
+    Nested,
+}
+
+/// One traceback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Traceback {
+    /// Stream line index of the header (or first frame when the header was cut).
+    pub start: usize,
+    /// Stream line index of the last line belonging to it.
+    pub end: usize,
+    pub frames: Vec<Frame>,
+    pub exception: Option<Exception>,
+    pub link: Link,
+    /// Index of the first traceback of its chain in the output list.
+    pub chain: usize,
+}
+
+impl Traceback {
+    /// The last frame in user code.
+    pub fn user_frame(&self) -> Option<&Frame> {
+        self.frames.iter().rev().find(|f| f.is_user())
+    }
+}
+
+const CAUSE: &str = "The above exception was the direct cause of the following exception";
+const CONTEXT: &str = "During handling of the above exception, another exception occurred";
+
+fn is_header(l: &str) -> bool {
+    l.contains("Traceback (most recent call last)")
+}
+
+/// Parses every traceback in a stream's lines (already cleaned of prefixes).
+pub fn parse(lines: &[&str]) -> Vec<Traceback> {
+    let mut out: Vec<Traceback> = Vec::new();
+    let mut i = 0;
+    let mut pending = Link::Start;
+    while i < lines.len() {
+        let l = lines[i];
+        let t = l.trim();
+        if t.starts_with(CAUSE) {
+            pending = Link::Cause;
+            i += 1;
+            continue;
+        }
+        if t.starts_with(CONTEXT) {
+            pending = Link::Context;
+            i += 1;
+            continue;
+        }
+        let header = is_header(l);
+        // A traceback whose header was cut off still starts at its first frame.
+        let headless = !header && python_frame(t).is_ok() && lines.get(i + 1).is_some_and(|n| !n.trim().is_empty());
+        if !(header || headless) {
+            if !t.is_empty() && pending != Link::Start && !t.starts_with('[') {
+                // Text between a separator and the next header: the chain is broken.
+                pending = Link::Start;
+            }
+            i += 1;
+            continue;
+        }
+        let link = if out.is_empty() { Link::Start } else { pending };
+        i = parse_one(lines, i, header, link, &mut out);
+        pending = Link::Start;
+    }
+    out
+}
+
+/// Parses one traceback (and any nested ones) starting at `start`; returns the index
+/// of the first line after it.
+fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut Vec<Traceback>) -> usize {
+    let chain = match link {
+        Link::Start => out.len(),
+        _ => out.last().map(|t| t.chain).unwrap_or(out.len()),
+    };
+    let me = out.len();
+    out.push(Traceback { start, end: start, frames: Vec::new(), exception: None, link, chain });
+    let mut i = if header { start + 1 } else { start };
+    let ipython = header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut exception = None;
+    let mut end = start;
+    while i < lines.len() {
+        let raw = lines[i];
+        let t = raw.trim();
+        if t.is_empty() {
+            // IPython separates frames with blank lines; CPython never does.
+            if ipython || frames.is_empty() {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        if let Ok((_, f)) = python_frame(t) {
+            frames.push(Frame { at: i, ..f });
+            end = i;
+            i += 1;
+            continue;
+        }
+        if let Some(f) = ipython_frame(t) {
+            frames.push(Frame { at: i, ..f });
+            end = i;
+            i += 1;
+            continue;
+        }
+        if let Some(code) = ipython_code(raw) {
+            // `---> 43     outputs = model(inputs)` marks the line that ran.
+            if let (Some(code), Some(f)) = (code, frames.last_mut()) {
+                f.code = Some(code);
+            }
+            end = i;
+            i += 1;
+            continue;
+        }
+        if t.starts_with("[Previous line repeated") || is_caret(t) || t == "..." {
+            end = i;
+            i += 1;
+            continue;
+        }
+        if (raw.starts_with("    ") || raw.starts_with('\t')) && !frames.is_empty() {
+            // Source line under a CPython frame (4 spaces, or more inside Rich boxes).
+            if let Some(f) = frames.last_mut() {
+                if f.code.is_none() {
+                    f.code = Some(t.to_string());
+                }
+            }
+            end = i;
+            i += 1;
+            continue;
+        }
+        if let Some((class, msg)) = exception_line(t) {
+            let (message, last, next) = message_body(lines, i, msg, out, me);
+            exception = Some(Exception { class: class.to_string(), message, first: i, last });
+            end = last.max(end);
+            i = next;
+        }
+        break;
+    }
+    let tb = &mut out[me];
+    tb.frames = frames;
+    tb.exception = exception;
+    tb.end = end.max(tb.end);
+    i.max(start + 1)
+}
+
+/// Collects an exception's message: the rest of its line, then continuation lines up
+/// to a blank line, a new traceback or a chaining separator. A DataLoader
+/// `Original Traceback` inside the message is parsed as a nested traceback.
+fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>, me: usize) -> (String, usize, usize) {
+    let mut msg = first.to_string();
+    let mut last = at;
+    let mut i = at + 1;
+    while i < lines.len() && i - at < MAX_MESSAGE_LINES {
+        let t = lines[i].trim();
+        if t.is_empty() || t.starts_with(CAUSE) || t.starts_with(CONTEXT) {
+            break;
+        }
+        if is_header(t) {
+            if t.starts_with("Original Traceback") {
+                let _ = me;
+                let next = parse_one(lines, i, true, Link::Nested, out);
+                last = out.last().map(|tb| tb.end).unwrap_or(i);
+                i = next;
+                continue;
+            }
+            break;
+        }
+        msg.push('\n');
+        msg.push_str(lines[i].trim_end());
+        last = i;
+        i += 1;
+    }
+    (msg, last, i)
+}
+
+fn is_caret(t: &str) -> bool {
+    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~' | ' '))
+}
+
+/// `File "path", line N, in func` (func optional for truncated pastes).
+fn python_frame(i: &str) -> IResult<&str, Frame> {
+    let (rest, (_, _, file, _, _, _, line, func)) = (
+        tag("File"),
+        space0,
+        alt((
+            nom::sequence::delimited(char('"'), take_till(|c| c == '"'), char('"')),
+            // Colab/VS Code: `File [~/x.py:73](http://...)` is handled by ipython_frame.
+            nom::sequence::delimited(char('\''), take_till(|c| c == '\''), char('\'')),
+        )),
+        char(','),
+        space0,
+        tag("line "),
+        digit1,
+        opt(nom::sequence::preceded((char(','), space0, tag("in"), space0), take_till(|c| c == '\n'))),
+    )
+        .parse(i)?;
+    Ok((
+        rest,
+        Frame {
+            file: file.to_string(),
+            line: line.parse().ok(),
+            func: func.map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
+            code: None,
+            at: 0,
+        },
+    ))
+}
+
+/// IPython/Jupyter frame lines:
+/// `File /path/x.py:43`, `File /path/x.py:1787, in Module._call_impl(self)`,
+/// `File [~/x.py:73](http://host/lab/tree/x.py#line=72), in f(x)`, `Cell In[3], line 7`,
+/// `Cell In[3], line 7, in f()`, `<ipython-input-36-abc> in <module>`,
+/// `/path/x.py in forward(self, x)`.
+fn ipython_frame(t: &str) -> Option<Frame> {
+    if let Ok((_, (_, _, cell, _, line, rest))) =
+        (tag::<&str, &str, nom::error::Error<&str>>("Cell "), space0, take_until(","), tag(", line "), digit1, take_till(|c| c == '\n'))
+            .parse(t)
+    {
+        let func = rest.strip_prefix(", in ").map(|f| f.trim().to_string());
+        return Some(Frame { file: cell.trim().to_string(), line: line.parse().ok(), func, code: None, at: 0 });
+    }
+    if let Some(after) = t.strip_prefix("File ") {
+        let (path_part, func) = match after.find(", in ") {
+            Some(p) => (&after[..p], Some(after[p + 5..].trim().to_string())),
+            None => (after, None),
+        };
+        // Markdown link form: `[~/x.py:73](http://...)`.
+        let path_part = if let Some(inner) = path_part.strip_prefix('[') {
+            inner.split("](").next().unwrap_or(inner)
+        } else {
+            path_part
+        };
+        let (file, line) = path_part.rsplit_once(':')?;
+        let line: u32 = line.trim().parse().ok()?;
+        if file.is_empty() || file.contains('"') {
+            return None;
+        }
+        return Some(Frame { file: file.to_string(), line: Some(line), func, code: None, at: 0 });
+    }
+    if t.starts_with("<ipython-input-") || (t.contains(" in ") && (t.ends_with(')') || t.ends_with("<module>"))) {
+        let (file, func) = t.split_once(" in ")?;
+        let file = file.trim();
+        if file.contains(' ') || !(file.starts_with('<') || file.contains('/') || file.contains('\\')) {
+            return None;
+        }
+        let file = file.trim_start_matches('[').split("](").next().unwrap_or(file);
+        return Some(Frame { file: file.to_string(), line: None, func: Some(func.trim().to_string()), code: None, at: 0 });
+    }
+    None
+}
+
+/// IPython code context lines: `---> 43     code` (returns Some(Some(code))),
+/// `     41 code` (context, Some(None)).
+fn ipython_code(raw: &str) -> Option<Option<String>> {
+    let t = raw.trim_start();
+    if t.starts_with("->") || t.starts_with("--") {
+        let after = t.trim_start_matches('-').strip_prefix('>')?.trim_start();
+        let (rest, _) = digit1::<&str, nom::error::Error<&str>>(after).ok()?;
+        return Some(Some(rest.trim().to_string()));
+    }
+    // Context lines: leading spaces, a line number, then code.
+    if raw.starts_with(' ') {
+        if let Ok((rest, _)) = digit1::<&str, nom::error::Error<&str>>(t) {
+            if rest.starts_with(' ') || rest.is_empty() {
+                return Some(None);
+            }
+        }
+    }
+    None
+}
+
+/// `pkg.mod.SomeError: message` or a bare `SomeError`. Returns (class, message).
+pub fn exception_line(t: &str) -> Option<(&str, &str)> {
+    // Markdown emphasis and blockquotes around a pasted exception line.
+    let t = t.trim_start_matches(['*', '>', ' ']);
+    let t = t.strip_prefix("_*").map(|x| x.trim_start_matches('*')).unwrap_or(t);
+    let (rest, class) = take_while1::<_, &str, nom::error::Error<&str>>(|c: char| c.is_alphanumeric() || c == '_' || c == '.' || c == ':')
+        .parse(t)
+        .ok()?;
+    let class = class.trim_end_matches(':');
+    let looks_like_class = class.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && class.rsplit('.').next().is_some_and(|last| last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) || last.starts_with('_'));
+    // `ERROR: ...`, `NCCL WARN`: log levels and shouting, not exception classes.
+    if !looks_like_class || !class.chars().any(|c| c.is_ascii_lowercase()) {
+        return None;
+    }
+    if let Some(msg) = t[class.len()..].strip_prefix(':') {
+        return Some((class, msg.strip_prefix(' ').unwrap_or(msg).trim_end()));
+    }
+    if rest.trim().is_empty() && (class.ends_with("Error") || class.ends_with("Exception") || class.ends_with("Interrupt") || class.ends_with("Exit")) {
+        return Some((class, ""));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(s: &str) -> Vec<Traceback> {
+        let lines: Vec<&str> = s.lines().collect();
+        parse(&lines)
+    }
+
+    #[test]
+    fn cpython_311_with_carets() {
+        let tbs = parse_text(
+            "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 42, in <module>\n    loss = loss_fn(out, labels)\n           ^^^^^^^^^^^^^^^^^^^^\n  File \"/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1787, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\nRuntimeError: Expected all tensors\nto be on the same device\n\nnext",
+        );
+        assert_eq!(tbs.len(), 1);
+        let tb = &tbs[0];
+        assert_eq!(tb.frames.len(), 2);
+        assert_eq!(tb.user_frame().unwrap().short(), "train.py:42");
+        assert_eq!(tb.user_frame().unwrap().code.as_deref(), Some("loss = loss_fn(out, labels)"));
+        let e = tb.exception.as_ref().unwrap();
+        assert_eq!((e.class.as_str(), e.message.as_str()), ("RuntimeError", "Expected all tensors\nto be on the same device"));
+        assert_eq!((e.first, e.last), (6, 7));
+    }
+
+    #[test]
+    fn chains_and_nesting() {
+        let tbs = parse_text(
+            "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    x()\nKeyError: 'a'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"a.py\", line 3, in g\n    f()\nKeyError: Caught KeyError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n  File \"/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py\", line 349, in _worker_loop\n    data = fetcher.fetch(index)\n  File \"/home/u/ds.py\", line 20, in __getitem__\n    return self.rows[i]['label']\nKeyError: 'label'\n",
+        );
+        assert_eq!(tbs.len(), 3);
+        assert_eq!(tbs[1].link, Link::Context);
+        assert_eq!(tbs[1].chain, 0);
+        assert_eq!(tbs[2].link, Link::Nested);
+        assert_eq!(tbs[2].user_frame().unwrap().short(), "ds.py:20");
+        assert_eq!(tbs[2].exception.as_ref().unwrap().message, "'label'");
+        assert_eq!(tbs[1].exception.as_ref().unwrap().short_class(), "KeyError");
+    }
+
+    #[test]
+    fn ipython_frames() {
+        let tbs = parse_text(
+            "---------------------------------------------------------------------------\nRuntimeError                              Traceback (most recent call last)\nFile /home/u/script.py:43\n     41 for x in loader:\n---> 43     outputs = model(inputs)\n\nFile /opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1787, in Module._wrapped_call_impl(self)\n-> 1787     return self._call_impl(*args, **kwargs)\n\nCell In[3], line 7, in f()\n----> 7 y = x @ w\n\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 4x5)\n",
+        );
+        assert_eq!(tbs.len(), 1);
+        let f = tbs[0].user_frame().unwrap();
+        assert_eq!((f.short(), f.code.as_deref()), ("In[3]:7".to_string(), Some("y = x @ w")));
+        assert_eq!(tbs[0].frames[0].code.as_deref(), Some("outputs = model(inputs)"));
+        assert!(tbs[0].exception.is_some());
+    }
+
+    #[test]
+    fn truncated_and_headless() {
+        let tbs = parse_text("  File \"t.py\", line 9, in main\n    model(x)\nRuntimeError: boom");
+        assert_eq!(tbs.len(), 1);
+        assert_eq!(tbs[0].exception.as_ref().unwrap().message, "boom");
+        let tbs = parse_text("Traceback (most recent call last):\n  File \"t.py\", line 9, in main\n    model(x)");
+        assert_eq!(tbs.len(), 1);
+        assert!(tbs[0].exception.is_none());
+        assert_eq!(tbs[0].frames.len(), 1);
+    }
+
+    #[test]
+    fn exception_lines() {
+        let table = [
+            ("RuntimeError: x", Some(("RuntimeError", "x"))),
+            ("torch.OutOfMemoryError: CUDA out", Some(("torch.OutOfMemoryError", "CUDA out"))),
+            ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", Some(("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", ""))),
+            ("KeyboardInterrupt", Some(("KeyboardInterrupt", ""))),
+            ("_pickle.UnpicklingError: Weights", Some(("_pickle.UnpicklingError", "Weights"))),
+            ("**RuntimeError: x**", Some(("RuntimeError", "x**"))),
+            ("step 50: loss", None),
+            ("loss = f(x)", None),
+        ];
+        for (input, want) in table {
+            assert_eq!(exception_line(input), want, "{input}");
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! Ingest: raw bytes to clean, attributed lines.
+//!
+//! A pasted log is damaged in predictable ways (see the crate docs): invalid UTF-8,
+//! ANSI colour codes (sometimes with the ESC byte lost), `\r` progress-bar overwrites,
+//! Windows line ends, and a stack of prefixes in front of every line: launcher labels
+//! (`[default3]:`, srun `3: `), the excepthook's `[rank3]: `, glog and c10 log headers
+//! (`E1129 10:59:59.123456 4001 path/file.py:616] `, `[E ProcessGroupNCCL.cpp:475] `),
+//! Python logging headers and `stderr: `. This module removes all of it, line by line,
+//! and records what it learned on the way: the rank the line belongs to, its timestamp
+//! and its log level. Nothing here looks at more than one line, so it streams.
+
+use nom::bytes::complete::{tag, take_while1, take_while_m_n};
+use nom::character::complete::{char, digit1, one_of};
+use nom::combinator::{opt, recognize};
+use nom::{IResult, Parser};
+
+/// Longest line kept, in bytes. Longer lines are cut (at a char boundary) so that no
+/// single line can make later stages slow; the cut is recorded in [`Line::truncated`].
+pub const MAX_LINE: usize = 1 << 20;
+
+/// One cleaned line of the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    /// 1-based line number in the input.
+    pub no: u32,
+    /// The text with ANSI codes, `\r` overwrites and log prefixes removed.
+    pub text: String,
+    /// Global rank from `[rankN]:`, or local rank from `[defaultN]:` / srun `N:`.
+    pub rank: Option<u32>,
+    /// Timestamp from a glog, c10, Python-logging or ISO header, as comparable millis.
+    pub ts: Option<Timestamp>,
+    /// Severity letter from a glog/c10 header or Python logging level (`E`, `W`, `I`, `F`).
+    pub level: Option<char>,
+    /// The line was longer than [`MAX_LINE`] and was cut.
+    pub truncated: bool,
+}
+
+/// A wall-clock instant within a year, comparable across the formats logs carry.
+/// Years are ignored (logs rarely span New Year, and glog omits them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    /// Milliseconds since January 1st 00:00 of an unspecified year.
+    pub millis: u64,
+    /// `HH:MM:SS` for display.
+    pub hms: [u8; 3],
+}
+
+impl Timestamp {
+    fn new(month: u32, day: u32, h: u32, m: u32, s: u32, ms: u32) -> Option<Timestamp> {
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+            return None;
+        }
+        let days = (month as u64 - 1) * 31 + (day as u64 - 1);
+        let millis = ((days * 24 + h as u64) * 60 + m as u64) * 60_000 + s as u64 * 1000 + ms as u64;
+        Some(Timestamp { millis, hms: [h as u8, m as u8, s as u8] })
+    }
+
+    /// `HH:MM:SS`.
+    pub fn clock(&self) -> String {
+        format!("{:02}:{:02}:{:02}", self.hms[0], self.hms[1], self.hms[2])
+    }
+}
+
+/// Splits `bytes` into cleaned lines. Invalid UTF-8 is replaced with U+FFFD; line
+/// numbers always refer to the input as given.
+pub fn lines(bytes: &[u8]) -> Vec<Line> {
+    let mut out = Vec::new();
+    let mut cleaner = Cleaner::default();
+    for (i, raw) in split_lines(bytes).enumerate() {
+        out.push(cleaner.line(i as u32 + 1, raw));
+    }
+    out
+}
+
+/// Iterates over the raw lines of `bytes`, without their `\n` (a final empty line
+/// after a trailing newline is not yielded).
+pub fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = if bytes.is_empty() { None } else { Some(bytes) };
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match memchr_nl(r) {
+            Some(p) => {
+                rest = if p + 1 < r.len() { Some(&r[p + 1..]) } else { None };
+                Some(&r[..p])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
+fn memchr_nl(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+/// Cleans lines one at a time. Holds the rank of the last prefixed line so that
+/// unprefixed continuation lines of a ranked multi-line message stay with it.
+#[derive(Default, Debug, Clone)]
+pub struct Cleaner {
+    _private: (),
+}
+
+impl Cleaner {
+    /// Cleans one raw line (without its `\n`).
+    pub fn line(&mut self, no: u32, raw: &[u8]) -> Line {
+        let mut truncated = false;
+        let raw = if raw.len() > MAX_LINE {
+            truncated = true;
+            &raw[..MAX_LINE]
+        } else {
+            raw
+        };
+        let decoded = String::from_utf8_lossy(raw);
+        let text = resolve_carriage_returns(&decoded);
+        let text = strip_ansi(text);
+        let text = normalize_punctuation(&text);
+        let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated };
+        let rest = strip_prefixes(&text, &mut line);
+        line.text = rest.to_string();
+        line
+    }
+}
+
+/// Keeps what a terminal would show after `\r` overwrites: the last non-empty segment.
+fn resolve_carriage_returns(s: &str) -> &str {
+    let s = s.strip_suffix('\r').unwrap_or(s);
+    if !s.contains('\r') {
+        return s;
+    }
+    s.rsplit('\r').find(|seg| !seg.trim().is_empty()).unwrap_or("")
+}
+
+/// Removes ANSI escape sequences, including the bare `[0;31m` form whose ESC byte was
+/// lost in a copy-paste. Idempotent.
+pub fn strip_ansi(s: &str) -> String {
+    if !s.contains('\x1b') && !s.contains("m") {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        let esc = b[i] == 0x1b;
+        let start = if esc { i + 1 } else { i };
+        if start < b.len() && b[start] == b'[' {
+            // CSI: `[` params final-byte. Without ESC, only SGR (`...m`) with digits.
+            let mut j = start + 1;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';' || (esc && b[j] == b'?')) {
+                j += 1;
+            }
+            let has_digits = j > start + 1;
+            if j < b.len() {
+                let fin = b[j];
+                let ok = if esc { fin.is_ascii_alphabetic() } else { fin == b'm' && has_digits };
+                if ok {
+                    out.push_str(&s[copied..i]);
+                    i = j + 1;
+                    copied = i;
+                    continue;
+                }
+            }
+        } else if esc {
+            // A lone ESC or another escape form: drop the ESC byte itself.
+            out.push_str(&s[copied..i]);
+            i += 1;
+            copied = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+/// Maps typographic quotes and the full-width colon to ASCII so that templates match
+/// text that went through a word processor or a CJK input method.
+fn normalize_punctuation(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| match c {
+            '\u{2018}' | '\u{2019}' => '\'',
+            '\u{201c}' | '\u{201d}' => '"',
+            '\u{ff1a}' => ':',
+            c => c,
+        })
+        .collect()
+}
+
+/// Strips stacked prefixes, recording rank, timestamp and level into `line`.
+fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
+    for _ in 0..8 {
+        let before = s.len();
+        if let Ok((rest, rank)) = rank_prefix(s) {
+            // `[rankN]:` is the global rank: it wins over a launcher's local label.
+            line.rank = Some(rank);
+            s = rest;
+        } else if let Ok((rest, rank)) = role_prefix(s) {
+            line.rank.get_or_insert(rank);
+            s = rest;
+        } else if let Ok((rest, (level, ts))) = glog_prefix(s) {
+            line.level = Some(level);
+            if ts.is_some() {
+                line.ts = ts;
+            }
+            s = rest;
+        } else if let Ok((rest, (level, ts))) = pylog_prefix(s) {
+            line.level = level.or(line.level);
+            line.ts = Some(ts);
+            s = rest;
+        } else if let Ok((rest, level)) = pylog_basic_prefix(s) {
+            line.level = Some(level);
+            s = rest;
+        } else if let Ok((rest, ())) = misc_prefix(s) {
+            s = rest;
+        } else if line.rank.is_none() {
+            if let Ok((rest, rank)) = srun_prefix(s) {
+                line.rank = Some(rank);
+                s = rest;
+            }
+        }
+        if s.len() == before {
+            break;
+        }
+    }
+    s
+}
+
+fn small_int(i: &str) -> IResult<&str, u32> {
+    let (rest, d) = take_while_m_n(1, 6, |c: char| c.is_ascii_digit()).parse(i)?;
+    Ok((rest, d.parse().unwrap_or(0)))
+}
+
+/// `[rank3]:` / `rank3]:` (leading bracket lost), with one optional space after.
+fn rank_prefix(i: &str) -> IResult<&str, u32> {
+    let (rest, (_, _, n, _, _)) = (opt(char('[')), tag("rank"), small_int, tag("]:"), opt(char(' '))).parse(i)?;
+    Ok((rest, n))
+}
+
+/// Launcher tee label `[default3]:`, `[trainer0]:`, or a host:local label `[gpu187:2]:`.
+fn role_prefix(i: &str) -> IResult<&str, u32> {
+    let (rest, (_, _, _, n, _)) = (
+        char('['),
+        take_while1(|c: char| c.is_ascii_alphabetic()),
+        opt((take_while1(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.'), char(':'))),
+        small_int,
+        tag("]:"),
+    )
+        .parse(i)?;
+    Ok((rest, n))
+}
+
+/// srun `--label` output: `3: `.
+fn srun_prefix(i: &str) -> IResult<&str, u32> {
+    let (rest, (n, _)) = (take_while_m_n(1, 4, |c: char| c.is_ascii_digit()), tag(": ")).parse(i)?;
+    Ok((rest, n.parse().unwrap_or(0)))
+}
+
+fn two(i: &str) -> IResult<&str, u32> {
+    let (rest, d) = take_while_m_n(1, 2, |c: char| c.is_ascii_digit()).parse(i)?;
+    Ok((rest, d.parse().unwrap_or(0)))
+}
+
+/// `HH:MM:SS[.frac|,ms]` → (h, m, s, ms).
+fn clock(i: &str) -> IResult<&str, (u32, u32, u32, u32)> {
+    let (rest, (h, _, m, _, s, frac)) =
+        (two, char(':'), two, char(':'), two, opt((one_of(".,"), digit1))).parse(i)?;
+    let ms = frac
+        .map(|(_, d): (char, &str)| {
+            let d3: String = d.chars().chain("000".chars()).take(3).collect();
+            d3.parse().unwrap_or(0)
+        })
+        .unwrap_or(0);
+    Ok((rest, (h, m, s, ms)))
+}
+
+/// glog and c10 headers, bracketed or not:
+/// `E1129 10:59:59.123456 4001 torch/x.py:616] `, `[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] `,
+/// `[E ProcessGroupNCCL.cpp:475] `, `[W socket.cpp:663] `.
+fn glog_prefix(i: &str) -> IResult<&str, (char, Option<Timestamp>)> {
+    let (rest, open) = opt(char('[')).parse(i)?;
+    let (rest, level) = one_of("IWEF").parse(rest)?;
+    let (rest, ts) = if open.is_some() && rest.starts_with(' ') {
+        (rest, None)
+    } else {
+        let (rest, mmdd) = take_while_m_n(3, 4, |c: char| c.is_ascii_digit()).parse(rest)?;
+        let (rest, _) = char(' ').parse(rest)?;
+        let (rest, (h, m, s, ms)) = clock(rest)?;
+        let v: u32 = mmdd.parse().unwrap_or(0);
+        (rest, Timestamp::new(v / 100, v % 100, h, m, s, ms))
+    };
+    let (rest, _) = char(' ').parse(rest)?;
+    // Optional thread/process id, then `file:line]`.
+    let (rest, _) = opt((digit1, char(' '))).parse(rest)?;
+    let (rest, _) = (
+        take_while1(|c: char| !c.is_whitespace() && c != ']' && c != ':'),
+        char(':'),
+        digit1,
+        char(']'),
+        opt(char(' ')),
+    )
+        .parse(rest)?;
+    Ok((rest, (level, ts)))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[,ms]`, `YYYY-MM-DDTHH:MM:SS.ffffffZ`, optionally bracketed,
+/// followed by an optional `logger: [LEVEL]` or ` LEVEL ` part.
+fn pylog_prefix(i: &str) -> IResult<&str, (Option<char>, Timestamp)> {
+    let (rest, open) = opt(char('[')).parse(i)?;
+    let (rest, (_, _, mo, _, d, _)) = (
+        take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+        char('-'),
+        two,
+        char('-'),
+        two,
+        one_of(" T_"),
+    )
+        .parse(rest)?;
+    let (rest, (h, m, s, ms)) = clock(rest)?;
+    let (rest, _) = opt(take_while1(|c: char| c.is_ascii_digit())).parse(rest)?;
+    let (rest, _) = opt(alt_tz).parse(rest)?;
+    let (rest, _) = if open.is_some() { (char(']').parse(rest)?.0, ()) } else { (rest, ()) };
+    let Some(ts) = Timestamp::new(mo, d, h, m, s, ms) else {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)));
+    };
+    // Separator: a space, `||` platform separators, ` - `.
+    let rest = rest.trim_start_matches([' ', '|', '-']);
+    // `torch.distributed.elastic.multiprocessing.api: [WARNING] `
+    let logger: IResult<&str, _> = (
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_'),
+        char(':'),
+        tag(" ["),
+        take_while1(|c: char| c.is_ascii_uppercase()),
+        char(']'),
+        opt(char(' ')),
+    )
+        .parse(rest);
+    if let Ok((r2, (_, _, _, lvl, _, _))) = logger {
+        return Ok((r2, (level_letter(lvl), ts)));
+    }
+    // ` ERROR ` / `[ERROR] `
+    let level: IResult<&str, _> =
+        (opt(char('[')), take_while1(|c: char| c.is_ascii_uppercase()), opt(char(']')), char(' ')).parse(rest);
+    if let Ok((r2, (_, lvl, _, _))) = level {
+        if let Some(l) = level_letter(lvl) {
+            return Ok((r2, (Some(l), ts)));
+        }
+    }
+    Ok((rest, (None, ts)))
+}
+
+fn alt_tz(i: &str) -> IResult<&str, &str> {
+    recognize(one_of("Z")).parse(i)
+}
+
+fn level_letter(l: &str) -> Option<char> {
+    match l {
+        "ERROR" | "CRITICAL" | "FATAL" => Some('E'),
+        "WARNING" | "WARN" => Some('W'),
+        "INFO" => Some('I'),
+        "DEBUG" => Some('D'),
+        _ => None,
+    }
+}
+
+/// Python's basic logging format: `WARNING:torch.distributed.elastic.multiprocessing.api:`.
+fn pylog_basic_prefix(i: &str) -> IResult<&str, char> {
+    let (rest, (lvl, _, _, _)) = (
+        take_while1(|c: char| c.is_ascii_uppercase()),
+        char(':'),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_'),
+        char(':'),
+    )
+        .parse(i)?;
+    match level_letter(lvl) {
+        Some(l) => Ok((rest, l)),
+        None => Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify))),
+    }
+}
+
+/// Job-runner and launcher wrappers: `stderr: `, `stdout: `, `(RayWorkerWrapper pid=4009) `,
+/// `host.nolog [stderr] `.
+fn misc_prefix(i: &str) -> IResult<&str, ()> {
+    if let Some(r) = i.strip_prefix("stderr: ").or_else(|| i.strip_prefix("stdout: ")) {
+        return Ok((r, ()));
+    }
+    let (rest, _) = (
+        char('('),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_'),
+        take_while1(|c: char| c != ')' && c != '\n'),
+        char(')'),
+        char(' '),
+    )
+        .parse(i)?;
+    let inner = &i[..i.len() - rest.len()];
+    if inner.contains("pid=") {
+        Ok((rest, ()))
+    } else {
+        Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean(s: &str) -> Line {
+        Cleaner::default().line(1, s.as_bytes())
+    }
+
+    #[test]
+    fn prefixes() {
+        // (input, text, rank, level)
+        let table: &[(&str, &str, Option<u32>, Option<char>)] = &[
+            ("[rank3]: Traceback (most recent call last):", "Traceback (most recent call last):", Some(3), None),
+            ("[rank3]:   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", Some(3), None),
+            ("rank7]: RuntimeError: x", "RuntimeError: x", Some(7), None),
+            ("[default2]:[rank5]: RuntimeError: x", "RuntimeError: x", Some(5), None),
+            ("[default2]:hello", "hello", Some(2), None),
+            ("3: RuntimeError: x", "RuntimeError: x", Some(3), None),
+            ("E1129 16:34:25.393000 20479 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1)", "failed (exitcode: 1)", None, Some('E')),
+            ("[rank1]:[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog", "[Rank 1] Watchdog", Some(1), Some('E')),
+            ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog", "[Rank 1] Watchdog", None, Some('E')),
+            ("[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed", "failed", None, Some('E')),
+            ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 5 closing signal SIGTERM", "Sending process 5 closing signal SIGTERM", None, Some('W')),
+            ("2024-11-20 14:37:16 [rank3]: RuntimeError: x", "RuntimeError: x", Some(3), None),
+            ("stderr: RuntimeError: x", "RuntimeError: x", None, None),
+            ("(RayWorkerWrapper pid=4009) [rank1]: boom", "boom", Some(1), None),
+            ("[rank6]:W1101 02:43:39.336000 143 site-packages/torch/x.py:1] warn", "warn", Some(6), Some('W')),
+            ("[0]:", "[0]:", None, None),
+            ("step 50: loss=2.3", "step 50: loss=2.3", None, None),
+        ];
+        for (input, text, rank, level) in table {
+            let l = clean(input);
+            assert_eq!((l.text.as_str(), l.rank, l.level), (*text, *rank, *level), "{input}");
+        }
+    }
+
+    #[test]
+    fn timestamps_order() {
+        let a = clean("E1129 10:59:59.123456 4001 a.py:1] x").ts.unwrap();
+        let b = clean("[2026-11-29 11:00:00,001] m: [ERROR] x").ts.unwrap();
+        assert!(a < b);
+        assert_eq!(a.clock(), "10:59:59");
+    }
+
+    #[test]
+    fn ansi_and_cr() {
+        assert_eq!(clean("\x1b[31mRuntimeError\x1b[0m: x").text, "RuntimeError: x");
+        assert_eq!(clean("[0;31mRuntimeError[0m: x").text, "RuntimeError: x");
+        assert_eq!(clean(" 10%|#  \r 50%|#### \r100%|######|\r").text, "100%|######|");
+        assert_eq!(clean("line\r").text, "line");
+        assert_eq!(strip_ansi("[0]: a [1m"), "[0]: a ");
+    }
+
+    #[test]
+    fn invalid_utf8_and_line_numbers() {
+        let ls = lines(b"a\n\xff\xfeb\r\nc");
+        assert_eq!(ls.len(), 3);
+        assert_eq!(ls[1].text, "\u{fffd}\u{fffd}b");
+        assert_eq!(ls[2].no, 3);
+        assert!(lines(b"").is_empty());
+    }
+}

@@ -1,0 +1,60 @@
+//! # torchdx-core
+//!
+//! An embeddable diagnosis engine for PyTorch training failures. Give it the text of a
+//! log (a traceback, or gigabytes of `torchrun` output from many ranks) and it returns a
+//! [`Report`]: which failure happened, which rank initiated it and which reports are
+//! its echoes, the evidence parsed from the messages, the culprit where the log can
+//! settle it, and a complete explanation bound to that evidence.
+//!
+//! The crate does no I/O: no files, no clock, no threads, no global state. Every
+//! function is a pure function of its input, so the same log gives byte-identical
+//! reports natively, in WASM, on any machine.
+//!
+//! # Overview
+//!
+//! - [`Engine`] holds a compiled rule pack and its prefilter. Build it once
+//!   ([`Engine::builtin`] or [`Engine::with_extra`]) and call [`Engine::diagnose`].
+//! - [`Report`] / [`Finding`] are the JSON contract `torchdx/report@1`.
+//! - Rules are TOML files (`rules/*.toml`), embedded at compile time; see
+//!   `rules/README.md` for the format and the template language.
+//!
+//! # Example
+//!
+//! ```
+//! let engine = torchdx_core::Engine::builtin();
+//! let report = engine.diagnose("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!");
+//! assert_eq!(report.findings[0].family, "device-mismatch");
+//! ```
+//!
+//! # Design
+//!
+//! Data flows one way: [`ingest`] (bytes → clean lines with rank, time and level) →
+//! [`grammar`] (tracebacks per rank stream) → prefilter + [`template`] matching →
+//! [`infer`] (evidence, culprit, rule text, roles) → [`report`]. The aho-corasick
+//! prefilter holds the first word of every template; templates run only where it hits.
+//!
+//! # Untrusted input
+//!
+//! [`Engine::diagnose_bytes`] accepts any bytes and never panics. Lines longer than
+//! [`ingest::MAX_LINE`] are cut; exception messages are capped in lines; every template
+//! match attempt has a step budget; traceback chains and nesting are parsed
+//! iteratively. Time is linear in the input for a fixed pack.
+
+pub mod atoms;
+pub mod check;
+mod engine;
+pub mod format;
+pub mod grammar;
+pub mod infer;
+pub mod ingest;
+pub mod pack;
+pub mod render;
+pub mod report;
+pub mod template;
+
+pub use engine::{builtin_sources, Engine};
+pub use pack::{Confidence, Pack, PackError, Rule, RuleSource};
+pub use report::{Culprit, Finding, Location, Report, Role};
+
+/// The crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

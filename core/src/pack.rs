@@ -1,0 +1,387 @@
+//! The rule pack: rule files (TOML, one rule per file) deserialized with serde,
+//! compiled and validated.
+//!
+//! Loading is the only fallible step of the engine. Every problem is reported as a
+//! [`PackError`] naming the file, line and column, so a rule author sees
+//! `rules/cuda-oom.toml:14:23: unknown capture kind ...` rather than a panic.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::template::Template;
+
+/// The family ids of the taxonomy (`shared/reference/taxonomy.md`).
+pub const FAMILIES: &[&str] = &[
+    "device-mismatch", "tensor-to-numpy-on-cuda", "generator-device", "deserialize-cuda-on-cpu",
+    "weights-only-load", "state-dict-mismatch", "dtype-mismatch", "half-not-implemented-cpu",
+    "mps-float64", "matmul-shape-mismatch", "broadcast-size-mismatch", "view-stride",
+    "loss-target-mismatch", "index-out-of-range", "cuda-oom", "host-oom-killed", "shm-exhausted",
+    "device-side-assert", "illegal-memory-access", "no-kernel-image", "cuda-unavailable",
+    "cuda-fork", "cudnn-error", "cublas-error", "nccl-watchdog-timeout", "nccl-error",
+    "collective-timeout-gloo", "elastic-child-failed", "ddp-unused-parameters", "ddp-ready-twice",
+    "process-group-init", "autograd-inplace", "backward-twice", "no-grad-fn", "leaf-inplace",
+    "numpy-requires-grad", "nan-anomaly", "amp-unscale-fp16", "dataloader-worker-error",
+    "collate-size-mismatch", "dynamo-recompile", "other",
+];
+
+/// How sure a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Certain,
+    #[default]
+    Likely,
+    Possible,
+}
+
+/// What an example expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    Match,
+    NoMatch,
+}
+
+/// A culprit declared by a rule or case (text with placeholders).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CulpritSpec {
+    pub kind: String,
+    #[serde(default)]
+    pub expr: Option<String>,
+    pub summary: String,
+}
+
+/// One `[[match]]` entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchSpec {
+    pub template: Spanned<String>,
+    /// The torch releases that print this wording, e.g. `">=2.8"`, `"1.10-2.7"`.
+    #[serde(default)]
+    pub torch: Option<String>,
+    /// Only when raised as one of these exception classes (module path ignored).
+    #[serde(default)]
+    pub exception: Vec<String>,
+    /// Conditions on this match's own captures (`differ = ["devices"]`): the template
+    /// only counts when they hold. Frame and log conditions are not available here.
+    #[serde(default)]
+    pub when: Option<When>,
+    /// The op whose argument roles apply when the message names none
+    /// (`Input type (...) and weight type (...)` is a convolution).
+    #[serde(default)]
+    pub role_op: Option<String>,
+}
+
+/// A string or a list of strings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn values(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::One(s) => vec![s.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// Conditions of a `[[case]]`; all that are given must hold.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct When {
+    #[serde(default)]
+    pub present: Vec<String>,
+    #[serde(default)]
+    pub absent: Vec<String>,
+    #[serde(default)]
+    pub equals: BTreeMap<String, OneOrMany>,
+    #[serde(default)]
+    pub contains: BTreeMap<String, String>,
+    #[serde(default)]
+    pub differ: Vec<String>,
+    #[serde(default)]
+    pub frame_contains: Vec<String>,
+    #[serde(default)]
+    pub log_contains: Vec<String>,
+    #[serde(default)]
+    pub exception: Vec<String>,
+}
+
+/// Text fields a case may override.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    #[serde(default)]
+    pub when: When,
+    pub title: Option<String>,
+    pub mechanism: Option<String>,
+    pub checklist: Option<Vec<String>>,
+    pub fix: Option<String>,
+    pub verify: Option<String>,
+    pub prevent: Option<String>,
+    pub missing: Option<Vec<String>>,
+    pub next_action: Option<String>,
+    pub confidence: Option<Confidence>,
+    pub culprit: Option<CulpritSpec>,
+}
+
+/// An inline example: a log and what the rule must make of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    pub name: String,
+    pub expect: Expect,
+    #[serde(default)]
+    pub source: Option<String>,
+    pub log: String,
+    #[serde(default)]
+    pub evidence: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub culprit_kind: Option<String>,
+}
+
+/// A rule file as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub id: Spanned<String>,
+    pub family: Spanned<String>,
+    pub title: String,
+    pub summary: String,
+    #[serde(default)]
+    pub collateral: bool,
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub mechanism: String,
+    pub checklist: Vec<String>,
+    pub fix: String,
+    pub verify: String,
+    pub prevent: String,
+    #[serde(default)]
+    pub missing: Vec<String>,
+    pub next_action: String,
+    #[serde(default)]
+    pub related: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub culprit: Option<CulpritSpec>,
+    #[serde(rename = "match")]
+    pub matches: Vec<MatchSpec>,
+    #[serde(default, rename = "case")]
+    pub cases: Vec<CaseSpec>,
+    #[serde(default, rename = "example")]
+    pub examples: Vec<Example>,
+}
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The file name it came from (for messages).
+    pub source_name: String,
+    /// The file's text (for locating examples and spans).
+    pub source_text: String,
+    pub spec: RuleSpec,
+    /// One compiled template per `[[match]]`.
+    pub templates: Vec<Template>,
+}
+
+impl Rule {
+    pub fn id(&self) -> &str {
+        self.spec.id.get_ref()
+    }
+    pub fn family(&self) -> &str {
+        self.spec.family.get_ref()
+    }
+}
+
+/// A rule file's text and the name to report problems under.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleSource<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+/// One entry of the op-argument role table (`rules/data/ops.toml`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpSpec {
+    /// ATen op names (as they appear in the message, without wrapper and key).
+    pub names: Vec<String>,
+    /// What the user called, for the report (`nn.CrossEntropyLoss / F.cross_entropy`).
+    pub user_call: String,
+    /// Substrings of callee names on the failing line that make this op
+    /// (`loss`, `criterion`, `cross_entropy`), to find the right call.
+    #[serde(default)]
+    pub callees: Vec<String>,
+    /// Tensor arguments in schema order (the first one sets the "common" device).
+    pub args: Vec<ArgRole>,
+}
+
+/// The role of one op argument.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgRole {
+    /// The schema argument name (`target`, `mat1`).
+    pub name: String,
+    /// What the tensor is to the user (`the labels`).
+    pub role: String,
+    /// The culprit kind when this tensor is the misplaced one.
+    pub kind: String,
+    /// Which positional argument of the call on the failing line holds it; absent when
+    /// it belongs to the module (a parameter or buffer).
+    #[serde(default)]
+    pub call_arg: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpsFile {
+    #[serde(default)]
+    op: Vec<OpSpec>,
+}
+
+/// A rule pack problem, located in its file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+    /// The offending text, when there is one.
+    pub snippet: Option<String>,
+}
+
+impl fmt::Display for PackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+    }
+}
+
+impl std::error::Error for PackError {}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut o = offset;
+    while o > 0 && !text.is_char_boundary(o) {
+        o -= 1;
+    }
+    let before = &text[..o];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+fn error_at(src: &RuleSource<'_>, offset: usize, message: impl Into<String>) -> PackError {
+    let (line, col) = line_col(src.text, offset);
+    let snippet = src.text.lines().nth(line - 1).map(|l| l.to_string());
+    PackError { file: src.name.to_string(), line, col, message: message.into(), snippet }
+}
+
+/// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
+pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
+    let spec: RuleSpec = toml::from_str(src.text).map_err(|e| {
+        let off = e.span().map(|s| s.start).unwrap_or(0);
+        error_at(&src, off, e.message().trim_end().to_string())
+    })?;
+    let id = spec.id.get_ref();
+    if !is_kebab(id) {
+        return Err(error_at(&src, spec.id.span().start, format!("rule id `{id}` is not kebab-case")));
+    }
+    let stem = src.name.rsplit(['/', '\\']).next().unwrap_or(src.name);
+    let stem = stem.strip_suffix(".toml").unwrap_or(stem);
+    if stem != id && src.name.ends_with(".toml") {
+        return Err(error_at(&src, spec.id.span().start, format!("rule id `{id}` differs from its file name `{stem}.toml`")));
+    }
+    if !FAMILIES.contains(&spec.family.get_ref().as_str()) {
+        return Err(error_at(
+            &src,
+            spec.family.span().start,
+            format!("unknown family `{}`; use a family id from the taxonomy (or `other`)", spec.family.get_ref()),
+        ));
+    }
+    if spec.matches.is_empty() {
+        return Err(error_at(&src, 0, "a rule needs at least one [[match]] template"));
+    }
+    let mut templates = Vec::new();
+    for m in &spec.matches {
+        let span = m.template.span();
+        let t = Template::parse(m.template.get_ref()).map_err(|e| {
+            // Offset of the template text inside the file: skip the opening quotes.
+            let raw = &src.text[span.start.min(src.text.len())..span.end.min(src.text.len())];
+            let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") { 3 } else { 1 };
+            let nl = if raw[quote.min(raw.len())..].starts_with('\n') { 1 } else { 0 };
+            error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message))
+        })?;
+        templates.push(t);
+    }
+    Ok(Rule { source_name: src.name.to_string(), source_text: src.text.to_string(), spec, templates })
+}
+
+fn is_kebab(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
+}
+
+/// A compiled, cross-checked set of rules plus the op-argument role table.
+#[derive(Clone, Debug)]
+pub struct Pack {
+    rules: Vec<Rule>,
+    ops: Vec<OpSpec>,
+}
+
+/// Name of the data file holding the op-argument role table.
+pub const OPS_FILE: &str = "data/ops.toml";
+
+impl Pack {
+    /// Compiles rule files; a source named `data/ops.toml` (or ending in `/ops.toml`)
+    /// is the op-argument role table. Later sources override earlier ones with the
+    /// same rule id. Cross-rule consistency (`related` ids) is checked by
+    /// [`crate::check`], not here: a dangling reference does not stop diagnosis.
+    pub fn new(sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
+        let mut rules: Vec<Rule> = Vec::new();
+        let mut ops = Vec::new();
+        for src in sources {
+            if src.name.ends_with("ops.toml") {
+                let f: OpsFile = toml::from_str(src.text).map_err(|e| {
+                    error_at(src, e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end().to_string())
+                })?;
+                ops.extend(f.op);
+                continue;
+            }
+            let rule = compile_rule(*src)?;
+            if let Some(existing) = rules.iter_mut().find(|r| r.id() == rule.id()) {
+                *existing = rule;
+            } else {
+                rules.push(rule);
+            }
+        }
+        Ok(Pack { rules, ops })
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn rule(&self, id: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.id() == id)
+    }
+
+    pub fn ops(&self) -> &[OpSpec] {
+        &self.ops
+    }
+
+    /// The role table entry for an ATen op name.
+    pub fn op(&self, name: &str) -> Option<&OpSpec> {
+        self.ops.iter().find(|o| o.names.iter().any(|n| n == name))
+    }
+}

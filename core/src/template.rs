@@ -1,0 +1,658 @@
+//! The template language rule authors write messages in, and its matcher.
+//!
+//! A template is a PyTorch message with its variable parts replaced by typed captures:
+//!
+//! ```text
+//! Expected all tensors to be on the same device, but found at least two devices, {device:devices[]} and {device:devices[]}!{? (when checking {argument|arugment} for argument {ident:argument} in method {ident:kernel})}
+//! ```
+//!
+//! The grammar of the language itself is a small nom parser ([`Template::parse`]).
+//! Matching is a bounded backtracking walk over the pieces: whitespace in a template
+//! matches any run of whitespace (line breaks included) or none, a line break inside a
+//! literal word is skipped (terminal hard wrap), and each capture kind is one of the
+//! typed atoms of [`crate::atoms`]. Every match attempt has a step budget, so a
+//! pathological template costs bounded time on any input.
+
+use std::fmt;
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_while1};
+use nom::character::complete::{anychar, char, multispace1};
+use nom::combinator::{map, value, verify};
+use nom::{IResult, Parser};
+use serde_json::Value;
+
+use crate::atoms;
+
+/// Most nested `{?...}` / `{a|b}` groups in one template.
+const MAX_DEPTH: usize = 8;
+/// Longest text a `text` capture may take, in bytes.
+const MAX_TEXT: usize = 2048;
+/// Steps one match attempt may take before it gives up.
+const STEP_BUDGET: u32 = 20_000;
+
+/// A capture kind. See `rules/README.md` for what each matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Device,
+    TensorType,
+    Dtype,
+    Shape,
+    Size,
+    Int,
+    Num,
+    Ident,
+    Qualname,
+    Path,
+    Word,
+    Text,
+    Any,
+}
+
+impl Kind {
+    /// Every kind with its name in the template language.
+    pub const ALL: [(Kind, &'static str); 13] = [
+        (Kind::Device, "device"),
+        (Kind::TensorType, "tensortype"),
+        (Kind::Dtype, "dtype"),
+        (Kind::Shape, "shape"),
+        (Kind::Size, "size"),
+        (Kind::Int, "int"),
+        (Kind::Num, "num"),
+        (Kind::Ident, "ident"),
+        (Kind::Qualname, "qualname"),
+        (Kind::Path, "path"),
+        (Kind::Word, "word"),
+        (Kind::Text, "text"),
+        (Kind::Any, "any"),
+    ];
+
+    fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.iter().find(|(_, n)| *n == s).map(|(k, _)| *k)
+    }
+
+    /// The kind's name in the template language.
+    pub fn name(self) -> &'static str {
+        Kind::ALL.iter().find(|(k, _)| *k == self).map(|(_, n)| *n).unwrap_or("?")
+    }
+}
+
+/// One element of a compiled template.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Piece {
+    /// Literal text without whitespace.
+    Lit(String),
+    /// Any run of whitespace, or none.
+    Space,
+    /// A typed capture; `list` appends to a list value.
+    Capture { kind: Kind, name: String, list: bool },
+    /// `{?...}`.
+    Opt(Vec<Piece>),
+    /// `{a|b}`.
+    Alt(Vec<Vec<Piece>>),
+}
+
+/// A compiled template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Template {
+    source: String,
+    pieces: Vec<Piece>,
+}
+
+/// A template that does not compile, with the byte offset of the problem in its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateError {
+    /// Byte offset into the template text.
+    pub offset: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (at byte {})", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// A successful match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    /// Byte range in the haystack.
+    pub start: usize,
+    pub end: usize,
+    /// Captured values in capture order; list captures appear once per element.
+    pub captures: Vec<(String, Value)>,
+    /// Literal bytes matched: how specific this match is.
+    pub literal_len: usize,
+}
+
+impl Template {
+    /// Compiles template text.
+    pub fn parse(src: &str) -> Result<Template, TemplateError> {
+        let pieces = parse_seq(src, src, 0)?;
+        let t = Template { source: src.to_string(), pieces };
+        match t.pieces.first() {
+            Some(Piece::Lit(l)) if l.chars().count() >= 3 => Ok(t),
+            _ => Err(TemplateError {
+                offset: 0,
+                message: "a template must start with at least 3 characters of literal text (its first word is the prefilter anchor)".into(),
+            }),
+        }
+    }
+
+    /// The template text as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The compiled pieces.
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    /// The literal the prefilter searches for: the template's first word.
+    pub fn anchor(&self) -> &str {
+        match self.pieces.first() {
+            Some(Piece::Lit(l)) => l,
+            _ => "",
+        }
+    }
+
+    /// Names of every capture, with their kinds.
+    pub fn captures(&self) -> Vec<(&str, Kind)> {
+        fn walk<'a>(ps: &'a [Piece], out: &mut Vec<(&'a str, Kind)>) {
+            for p in ps {
+                match p {
+                    Piece::Capture { kind, name, .. } => out.push((name, *kind)),
+                    Piece::Opt(s) => walk(s, out),
+                    Piece::Alt(alts) => alts.iter().for_each(|s| walk(s, out)),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.pieces, &mut out);
+        out
+    }
+
+    /// Matches the template starting exactly at byte `start` of `hay`.
+    pub fn match_at(&self, hay: &str, start: usize) -> Option<Match> {
+        if !hay.is_char_boundary(start) {
+            return None;
+        }
+        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0 };
+        let cont = Cont { seq: &self.pieces, next: None };
+        let end = m.run(&cont, start)?;
+        Some(Match { start, end, captures: m.caps, literal_len: m.lit })
+    }
+
+    /// Finds the first match starting at or after `from` whose start is an anchor hit.
+    pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
+        let anchor = self.anchor();
+        let mut pos = from;
+        while let Some(off) = hay.get(pos..).and_then(|s| s.find(anchor)) {
+            if let Some(m) = self.match_at(hay, pos + off) {
+                return Some(m);
+            }
+            pos += off + anchor.len();
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Grammar of the template language.
+
+fn err(full: &str, at: &str, message: impl Into<String>) -> TemplateError {
+    // `at` is always a subslice of `full`; its address gives its offset.
+    let offset = (at.as_ptr() as usize).saturating_sub(full.as_ptr() as usize).min(full.len());
+    TemplateError { offset, message: message.into() }
+}
+
+fn parse_seq(full: &str, mut i: &str, depth: usize) -> Result<Vec<Piece>, TemplateError> {
+    if depth > MAX_DEPTH {
+        return Err(err(full, i, format!("groups nested deeper than {MAX_DEPTH}")));
+    }
+    let mut out: Vec<Piece> = Vec::new();
+    while !i.is_empty() {
+        if let Ok((rest, _)) = multispace1::<&str, nom::error::Error<&str>>(i) {
+            if !matches!(out.last(), Some(Piece::Space)) {
+                out.push(Piece::Space);
+            }
+            i = rest;
+            continue;
+        }
+        if let Ok((rest, c)) = escaped_brace(i) {
+            push_lit(&mut out, c);
+            i = rest;
+            continue;
+        }
+        if i.starts_with('}') {
+            return Err(err(full, i, "unmatched `}` (write `}}` for a literal brace)"));
+        }
+        if i.starts_with('{') {
+            let body_start = &i[1..];
+            let Some(len) = group_len(body_start) else {
+                return Err(err(full, i, "unclosed `{` (write `{{` for a literal brace)"));
+            };
+            let body = &body_start[..len];
+            i = &body_start[len + 1..];
+            out.push(parse_group(full, body, depth)?);
+            continue;
+        }
+        let (rest, c) = literal_char(i).map_err(|_| err(full, i, "unexpected character"))?;
+        push_lit(&mut out, c);
+        i = rest;
+    }
+    Ok(out)
+}
+
+fn push_lit(out: &mut Vec<Piece>, c: char) {
+    if let Some(Piece::Lit(l)) = out.last_mut() {
+        l.push(c);
+    } else {
+        out.push(Piece::Lit(c.to_string()));
+    }
+}
+
+fn escaped_brace(i: &str) -> IResult<&str, char> {
+    alt((value('{', tag("{{")), value('}', tag("}}")))).parse(i)
+}
+
+fn literal_char(i: &str) -> IResult<&str, char> {
+    verify(anychar, |c: &char| !c.is_whitespace() && *c != '{' && *c != '}').parse(i)
+}
+
+/// Length of a group body up to its matching `}`, honouring nesting and `{{`/`}}`.
+fn group_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut depth = 0usize;
+    let mut k = 0;
+    while k < b.len() {
+        match b[k] {
+            // Inside a group, braces only nest: `{? a {int:n}}` closes twice.
+            b'{' => {
+                depth += 1;
+                k += 1;
+            }
+            b'}' if depth == 0 => return Some(k),
+            b'}' => {
+                depth -= 1;
+                k += 1;
+            }
+            _ => k += 1,
+        }
+    }
+    None
+}
+
+/// Splits a group body at its top-level `|`.
+fn split_alternatives(body: &str) -> Vec<&str> {
+    let b = body.as_bytes();
+    let mut depth = 0usize;
+    let mut parts = Vec::new();
+    let mut last = 0;
+    let mut k = 0;
+    while k < b.len() {
+        match b[k] {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b'|' if depth == 0 => {
+                parts.push(&body[last..k]);
+                last = k + 1;
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    parts.push(&body[last..]);
+    parts
+}
+
+fn capture_spec(i: &str) -> IResult<&str, (&str, &str, bool)> {
+    map(
+        (
+            take_while1(|c: char| c.is_ascii_alphabetic()),
+            char(':'),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_'),
+            nom::combinator::opt(tag("[]")),
+        ),
+        |(k, _, n, l)| (k, n, l.is_some()),
+    )
+    .parse(i)
+}
+
+fn parse_group(full: &str, body: &str, depth: usize) -> Result<Piece, TemplateError> {
+    if let Some(inner) = body.strip_prefix('?') {
+        let seq = parse_seq(full, inner, depth + 1)?;
+        if seq.is_empty() {
+            return Err(err(full, body, "empty optional group `{?}`"));
+        }
+        return Ok(Piece::Opt(seq));
+    }
+    let alts = split_alternatives(body);
+    if alts.len() > 1 {
+        let mut out = Vec::new();
+        for a in alts {
+            if a.trim().is_empty() {
+                return Err(err(full, a, "empty alternative in `{a|b}` (use `{?...}` for an optional part)"));
+            }
+            out.push(parse_seq(full, a, depth + 1)?);
+        }
+        return Ok(Piece::Alt(out));
+    }
+    match capture_spec(body) {
+        Ok(("", (kind, name, list))) => match Kind::from_name(kind) {
+            Some(k) => Ok(Piece::Capture { kind: k, name: name.to_string(), list }),
+            None => Err(err(
+                full,
+                body,
+                format!(
+                    "unknown capture kind `{kind}`; expected one of {}",
+                    Kind::ALL.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        },
+        _ => Err(err(
+            full,
+            body,
+            format!("`{{{body}}}` is not a capture: write `{{kind:name}}` (for example `{{device:devices[]}}`), `{{a|b}}` or `{{?optional}}`"),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Matching.
+
+struct Cont<'p> {
+    seq: &'p [Piece],
+    next: Option<&'p Cont<'p>>,
+}
+
+struct Matcher<'h> {
+    hay: &'h str,
+    steps: u32,
+    caps: Vec<(String, Value)>,
+    lit: usize,
+}
+
+impl<'h> Matcher<'h> {
+    fn run(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
+        self.steps += 1;
+        if self.steps > STEP_BUDGET {
+            return None;
+        }
+        let Some((piece, rest)) = cont.seq.split_first() else {
+            return match cont.next {
+                Some(n) => self.run(n, pos),
+                None => Some(pos),
+            };
+        };
+        let next = Cont { seq: rest, next: cont.next };
+        match piece {
+            Piece::Space => {
+                let s = &self.hay[pos..];
+                let skip = s.len() - s.trim_start().len();
+                self.run(&next, pos + skip)
+            }
+            Piece::Lit(l) => {
+                let end = match_literal(self.hay, pos, l)?;
+                self.lit += l.len();
+                let r = self.run(&next, end);
+                if r.is_none() {
+                    self.lit -= l.len();
+                }
+                r
+            }
+            Piece::Opt(seq) => {
+                let (ncaps, nlit) = (self.caps.len(), self.lit);
+                let with = Cont { seq, next: Some(&next) };
+                if let Some(e) = self.run(&with, pos) {
+                    return Some(e);
+                }
+                self.caps.truncate(ncaps);
+                self.lit = nlit;
+                self.run(&next, pos)
+            }
+            Piece::Alt(alts) => {
+                for seq in alts {
+                    let (ncaps, nlit) = (self.caps.len(), self.lit);
+                    let c = Cont { seq, next: Some(&next) };
+                    if let Some(e) = self.run(&c, pos) {
+                        return Some(e);
+                    }
+                    self.caps.truncate(ncaps);
+                    self.lit = nlit;
+                }
+                None
+            }
+            Piece::Capture { kind, name, list } => self.capture(*kind, name, *list, &next, pos),
+        }
+    }
+
+    fn capture(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
+        let s = &self.hay[pos..];
+        let ncaps = self.caps.len();
+        let key = |n: &str| if list { format!("{n}[]") } else { n.to_string() };
+        if kind == Kind::Text || kind == Kind::Any {
+            // Lazy: the shortest non-empty text after which the rest matches; `text`
+            // stays on one line, `any` may cross line breaks.
+            let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
+            let last = next.seq.is_empty() && next.next.is_none();
+            let mut ends: Vec<usize> = s[..floor_boundary(s, line_end)]
+                .char_indices()
+                .map(|(k, c)| k + c.len_utf8())
+                .collect();
+            if last {
+                ends = ends.last().copied().into_iter().collect();
+            }
+            for e in ends {
+                let t = s[..e].trim();
+                if t.is_empty() {
+                    continue;
+                }
+                self.caps.push((key(name), Value::String(t.to_string())));
+                if let Some(r) = self.run(next, pos + e) {
+                    return Some(r);
+                }
+                self.caps.truncate(ncaps);
+                if self.steps > STEP_BUDGET {
+                    return None;
+                }
+            }
+            return None;
+        }
+        let (rest, vals): (&str, Vec<(String, Value)>) = match kind {
+            Kind::Device => {
+                let (mut r, mut d) = atoms::device(s).ok()?;
+                // A terminal wrap inside the device (`cuda` / `:0`).
+                if !d.contains(':') && r.starts_with('\n') {
+                    let t = r.trim_start();
+                    if let Ok((r2, idx)) = nom::sequence::preceded(char::<&str, nom::error::Error<&str>>(':'), nom::character::complete::digit1).parse(t) {
+                        d = format!("{d}:{idx}");
+                        r = r2;
+                    }
+                }
+                (r, vec![(key(name), Value::String(d))])
+            }
+            Kind::TensorType => {
+                let (r, (d, t)) = atoms::tensortype(s).ok()?;
+                (r, vec![(key(name), Value::String(d)), ("dtypes[]".into(), Value::String(t))])
+            }
+            Kind::Dtype => {
+                let (r, d) = atoms::dtype(s).ok()?;
+                (r, vec![(key(name), Value::String(d))])
+            }
+            Kind::Shape => {
+                let (r, d) = atoms::shape(s).ok()?;
+                (r, vec![(key(name), Value::from(d))])
+            }
+            Kind::Size => {
+                let (r, (txt, bytes)) = atoms::size(s).ok()?;
+                (r, vec![(key(name), Value::String(txt)), (format!("{name}_bytes"), Value::from(bytes))])
+            }
+            Kind::Int => {
+                let (r, v) = atoms::int(s).ok()?;
+                (r, vec![(key(name), Value::from(v))])
+            }
+            Kind::Num => {
+                let (r, v) = atoms::num(s).ok()?;
+                (r, vec![(key(name), Value::String(v.to_string()))])
+            }
+            Kind::Ident => {
+                let (r, v) = atoms::ident(s).ok()?;
+                (r, vec![(key(name), Value::String(v.to_string()))])
+            }
+            Kind::Qualname => {
+                let (r, v) = atoms::qualname(s).ok()?;
+                (r, vec![(key(name), Value::String(v.to_string()))])
+            }
+            Kind::Path => {
+                let (r, v) = atoms::path(s).ok()?;
+                (r, vec![(key(name), Value::String(v.to_string()))])
+            }
+            Kind::Word => {
+                let (r, v) = atoms::word(s).ok()?;
+                (r, vec![(key(name), Value::String(v.to_string()))])
+            }
+            Kind::Text | Kind::Any => unreachable_text(),
+        };
+        self.caps.extend(vals);
+        let end = pos + (s.len() - rest.len());
+        let r = self.run(next, end);
+        if r.is_none() {
+            self.caps.truncate(ncaps);
+        }
+        r
+    }
+}
+
+fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
+    ("", Vec::new())
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Matches literal `lit` at `pos`, skipping a line break plus indentation inside the
+/// input (a terminal hard wrap). Returns the end offset.
+fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
+    let h = hay.as_bytes();
+    let l = lit.as_bytes();
+    let mut i = pos;
+    let mut j = 0;
+    while j < l.len() {
+        if i >= h.len() {
+            return None;
+        }
+        if h[i] == l[j] {
+            i += 1;
+            j += 1;
+        } else if h[i] == b'\n' && j > 0 {
+            i += 1;
+            while i < h.len() && (h[i] == b' ' || h[i] == b'\t') {
+                i += 1;
+            }
+        } else {
+            return None;
+        }
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(t: &str, hay: &str) -> Vec<(String, Value)> {
+        Template::parse(t).unwrap().find(hay, 0).expect("match").captures
+    }
+
+    #[test]
+    fn device_message_variants() {
+        let t = "Expected all tensors to be on the same device, but found at least two devices, {device:devices[]} and {device:devices[]}!{? (when checking {argument|arugment} for argument {ident:argument} in method {ident:kernel})}";
+        let c = caps(t, "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! (when checking argument for argument target in method wrapper_CUDA_nll_loss_forward)");
+        assert_eq!(
+            c,
+            vec![
+                ("devices[]".into(), Value::from("cpu")),
+                ("devices[]".into(), Value::from("cuda:0")),
+                ("argument".into(), Value::from("target")),
+                ("kernel".into(), Value::from("wrapper_CUDA_nll_loss_forward")),
+            ]
+        );
+        // 1.9 typo, and the message wrapped by a terminal with indentation.
+        let c = caps(t, "found at least two devices, cuda:0 and cpu!\n  (when checking arugment for argument mat1 in method wrapper_addmm)".replace("found", "Expected all tensors to be on the same device, but found").as_str());
+        assert_eq!(c[2], ("argument".into(), Value::from("mat1")));
+        // No parenthetical at all.
+        let c = caps(t, "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!");
+        assert_eq!(c.len(), 2);
+        let c = caps("marked at index {int:i}{? with name {word:n}} twice", "marked at index 3 with name fc.weight twice");
+        assert_eq!(c[1], ("n".into(), Value::from("fc.weight")));
+    }
+
+    #[test]
+    fn hard_wrap_inside_a_word() {
+        let c = caps("Watchdog caught collective operation timeout: WorkNCCL(SeqNum={int:seq}, OpType={ident:op},", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpTy\npe=BROADCAST,");
+        assert_eq!(c[1], ("op".into(), Value::from("BROADCAST")));
+    }
+
+    #[test]
+    fn typed_captures() {
+        let c = caps("Tried to allocate {size:tried}. GPU {int:gpu}", "Tried to allocate 20.00 MiB. GPU 0 has");
+        assert_eq!(c[0], ("tried".into(), Value::from("20.00 MiB")));
+        assert_eq!(c[1], ("tried_bytes".into(), Value::from(20u64 * 1024 * 1024)));
+        let c = caps("Input type ({tensortype:devices[]}) and weight type ({tensortype:devices[]}) should be the same", "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same");
+        assert_eq!(c[0].1, Value::from("cpu"));
+        assert_eq!(c[2].1, Value::from("cuda"));
+        let c = caps("shapes cannot be multiplied ({shape:mat1} and {shape:mat2})", "shapes cannot be multiplied (16x31 and 32x64)");
+        assert_eq!(c[0].1, serde_json::json!([16, 31]));
+        let c = caps("Caught {ident:inner} in DataLoader worker process {int:worker}.", "Caught KeyError in DataLoader worker process 0.");
+        assert_eq!(c[1].1, Value::from(0));
+        let c = caps("got error: {text:what}", "got error: Socket Timeout");
+        assert_eq!(c[0].1, Value::from("Socket Timeout"));
+        let c = caps("size mismatch for {text:key}: copying", "size mismatch for fc.weight: copying");
+        assert_eq!(c[0].1, Value::from("fc.weight"));
+    }
+
+    #[test]
+    fn whitespace_is_flexible() {
+        let t = Template::parse("When reserved memory is large try setting").unwrap();
+        assert!(t.find("When reserved  memory\n  is large try setting", 0).is_some());
+        assert!(t.find("When reservedmemory is large try setting", 0).is_some());
+        assert!(t.find("When reserved memory is small", 0).is_none());
+    }
+
+    #[test]
+    fn template_errors() {
+        let table = [
+            ("{device:d} first", 0, "must start with"),
+            ("ab", 0, "must start with"),
+            ("Expected {dev_a} and", 10, "is not a capture"),
+            ("Expected {foo:a}", 10, "unknown capture kind `foo`"),
+            ("Expected {device:a", 9, "unclosed"),
+            ("Expected } x", 9, "unmatched"),
+            ("Expected {?}", 10, "empty optional"),
+            ("Expected {a|}", 12, "empty alternative"),
+        ];
+        for (src, offset, msg) in table {
+            let e = Template::parse(src).unwrap_err();
+            assert!(e.message.contains(msg), "{src}: {e}");
+            assert_eq!(e.offset, offset, "{src}: {e}");
+        }
+        assert_eq!(Template::parse("the {{literal}} brace").unwrap().anchor(), "the");
+    }
+
+    #[test]
+    fn pathological_templates_are_bounded() {
+        let t = Template::parse("abc{text:a}{text:b}{text:c}{text:d}z").unwrap();
+        let hay = format!("abc{}", "x ".repeat(1000));
+        assert!(t.find(&hay, 0).is_none());
+    }
+}

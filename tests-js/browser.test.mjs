@@ -1,0 +1,239 @@
+// The page in a real browser: Debian's Chromium, driven by playwright-core.
+//
+//   node --test tests-js/            (after wasm/build.sh)
+//
+// Serves wasm/www on 127.0.0.1 with a tiny static server started here, then:
+//  - pastes a device-mismatch log and checks the culprit shown names `labels`;
+//  - drops a multi-rank log (rank 1 fails first, rank 0 then times out in gloo) and checks
+//    the initiating rank shown is 1;
+//  - drops a large log, which must go through the Web Worker with progress shown;
+//  - checks that no request leaves 127.0.0.1 (during or after load), with no page errors;
+//  - saves screenshots to target/screenshot.png (and target/screenshot-ranks.png).
+
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, extname, join, normalize, resolve, sep } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const www = join(root, "wasm/www");
+const fixtures = join(root, "tests-js/fixtures");
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".ts": "text/plain; charset=utf-8",
+  ".md": "text/plain; charset=utf-8",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+};
+
+/** A static file server for `dir` on 127.0.0.1 (random port). */
+function serve(dir) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    let file = normalize(join(dir, path));
+    if (file !== dir && !file.startsWith(dir + sep)) {
+      res.writeHead(403).end();
+      return;
+    }
+    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
+    if (!existsSync(file)) {
+      res.writeHead(404).end("not found");
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[extname(file)] || "application/octet-stream", "cache-control": "no-store" });
+    res.end(readFileSync(file));
+  });
+  return new Promise((ok) => server.listen(0, "127.0.0.1", () => ok(server)));
+}
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  assert.ok(existsSync(join(www, "pkg/torchdx_wasm.js")), "wasm/www/pkg is missing: run wasm/build.sh first");
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`);
+  server = await serve(www);
+  base = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-quic",
+    ],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) await new Promise((ok) => server.close(ok));
+});
+
+/** A fresh page with the app loaded, recording every request and every error. */
+async function openPage() {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const requests = [];
+  const errors = [];
+  // The context sees the page's and its worker's requests; the page listener is the
+  // belt to those braces.
+  context.on("request", (r) => requests.push(r.url()));
+  const page = await context.newPage();
+  page.on("request", (r) => requests.push(r.url()));
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console.error: ${m.text()}`);
+  });
+  await page.goto(`${base}/index.html`);
+  await page.waitForSelector("body[data-ready='1']", { timeout: 30_000 });
+  const loaded = requests.length;
+  return {
+    page,
+    context,
+    errors,
+    requests,
+    /** Requests made after the page had loaded. */
+    laterRequests: () => requests.slice(loaded),
+    async close() {
+      await context.close();
+    },
+  };
+}
+
+/** Every request went to the test server (data: and blob: URLs stay in the page). */
+function assertLocalOnly(requests) {
+  const outside = requests.filter((u) => {
+    if (u.startsWith("data:") || u.startsWith("blob:")) return false;
+    return new URL(u).hostname !== "127.0.0.1";
+  });
+  assert.deepEqual(outside, [], "requests left 127.0.0.1");
+}
+
+/** Drops a file on the page's drop zone, as a user dragging it from a file manager would. */
+async function dropFile(page, name, text) {
+  const dataTransfer = await page.evaluateHandle(
+    ([n, t]) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([t], n, { type: "text/plain" }));
+      return dt;
+    },
+    [name, text],
+  );
+  for (const type of ["dragenter", "dragover", "drop"]) {
+    await page.dispatchEvent("#dropzone", type, { dataTransfer });
+  }
+}
+
+describe("torchdx page in Chromium", () => {
+  test("pasted device-mismatch log: the culprit shown is `labels`", { timeout: 90_000 }, async () => {
+    const s = await openPage();
+    const { page } = s;
+    const log = readFileSync(join(fixtures, "device-mismatch.log"), "utf8");
+    await page.focus("#log");
+    // A real paste event, carrying the text the way the clipboard does.
+    await page.evaluate((text) => {
+      const dt = new DataTransfer();
+      dt.setData("text/plain", text);
+      const ev = new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true });
+      document.querySelector("#log").dispatchEvent(ev);
+    }, log);
+    await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
+
+    assert.equal(await page.inputValue("#log"), log, "the pasted text is in the text box");
+    const culprit = await page.innerText("#culprit");
+    assert.match(culprit, /\blabels\b/, `culprit shown: ${culprit}`);
+    const headline = (await page.textContent("#headline")).trim();
+    assert.ok(headline.length > 0);
+    assert.match(await page.textContent(".finding.primary .eyebrow"), /Initiating failure/);
+
+    // The culprit's log lines are highlighted, and include the failing line of user code.
+    const hits = await page.$$eval(".finding.primary .excerpt .ln.hit", (rows) => rows.map((r) => r.textContent));
+    assert.ok(hits.length > 0, "highlighted log lines");
+    assert.ok(hits.some((t) => t.includes("Expected all tensors to be on the same device")), `hit lines: ${hits.join("\n")}`);
+
+    // Checklist as ticks, fix with a copy button, verification step.
+    const boxes = await page.$$(".finding.primary .checklist input[type=checkbox]");
+    assert.ok(boxes.length > 0, "checklist items");
+    await boxes[0].check();
+    assert.ok(await boxes[0].isChecked());
+    assert.ok(await page.isVisible(".finding.primary .fix button.copy"));
+    assert.ok((await page.textContent(".finding.primary .fix .md")).trim().length > 0, "fix text");
+    assert.ok((await page.textContent(".finding.primary .verify .md")).trim().length > 0, "verify step");
+    await s.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    await page.click(".finding.primary .fix button.copy");
+    await page.waitForSelector(".finding.primary .fix button.copy.done", { timeout: 5_000 });
+
+    mkdirSync(join(root, "target"), { recursive: true });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: join(root, "target/screenshot.png"), fullPage: true });
+
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.laterRequests().filter((u) => !u.startsWith(base)), []);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("dropped multi-rank log: the initiating rank shown is 1", { timeout: 90_000 }, async () => {
+    const s = await openPage();
+    const { page } = s;
+    await dropFile(page, "multi-rank.log", readFileSync(join(fixtures, "multi-rank.log"), "utf8"));
+    await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
+
+    assert.equal((await page.textContent("#initiating-rank")).trim(), "1");
+    assert.equal(await page.getAttribute("#initiating-rank", "data-rank"), "1");
+    assert.match(await page.textContent("#input-stats"), /multi-rank\.log/);
+    // The gloo timeout on rank 0 is shown as collateral, not as the cause.
+    const collateral = await page.$$eval("#collateral .finding", (cards) => cards.map((c) => c.textContent));
+    assert.ok(collateral.length > 0, "collateral findings shown");
+
+    await page.screenshot({ path: join(root, "target/screenshot-ranks.png"), fullPage: true });
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("large dropped log: diagnosed in the worker, with progress", { timeout: 120_000 }, async () => {
+    const s = await openPage();
+    const { page } = s;
+    const rankLog = readFileSync(join(fixtures, "multi-rank.log"), "utf8");
+    const [head, ...rest] = rankLog.split("[rank1]: Traceback");
+    let noise = "";
+    for (let step = 0; noise.length < 1.5 * 1024 * 1024; step++) {
+      noise += `rank ${step % 2} step ${step} loss ${(2.3 - step / 1e5).toFixed(4)} lr 0.000300 throughput 1843.2 samples/s\n`;
+    }
+    const big = head + noise + "[rank1]: Traceback" + rest.join("[rank1]: Traceback");
+    await page.evaluate(() => {
+      window.__phases = [];
+      new MutationObserver(() => {
+        const p = document.querySelector("#progress");
+        if (!p.hidden) window.__phases.push(p.dataset.phase);
+      }).observe(document.querySelector("#progress"), { attributes: true, subtree: true, characterData: true, childList: true });
+    });
+    await dropFile(page, "big-run.log", big);
+    await page.waitForSelector("#result[data-state='done']", { timeout: 60_000 });
+
+    assert.equal(await page.getAttribute("#result", "data-via"), "worker");
+    const phases = await page.evaluate(() => window.__phases);
+    assert.ok(phases.includes("diagnose"), `progress phases seen: ${phases}`);
+    assert.ok(await page.isHidden("#progress"), "progress hidden when done");
+    assert.equal((await page.textContent("#initiating-rank")).trim(), "1");
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+});

@@ -1,0 +1,40 @@
+// Unit tests of the page's log-excerpt helpers (pure JS, no browser).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { displayLine, excerpts, splitLines } from "../wasm/www/logview.js";
+
+test("splitLines numbers lines as the engine does", () => {
+  assert.deepEqual(splitLines(""), []);
+  assert.deepEqual(splitLines("a\nb\n"), ["a", "b"]);
+  assert.deepEqual(splitLines("a\r\nb"), ["a\r", "b"]);
+  assert.deepEqual(splitLines("a\n\n"), ["a", ""]);
+});
+
+test("displayLine shows what a terminal shows", () => {
+  assert.equal(displayLine("line\r"), "line");
+  assert.equal(displayLine(" 10%|#  \r 50%|### \r100%|#####|\r"), "100%|#####|");
+  assert.equal(displayLine("\u001b[31mRuntimeError\u001b[0m: boom"), "RuntimeError: boom");
+  assert.equal(displayLine("[31mRuntimeError[0m: lost ESC"), "RuntimeError: lost ESC");
+  assert.equal(displayLine("[rank0]: [model] ok"), "[rank0]: [model] ok");
+});
+
+test("excerpts highlight the location with context and fold long ones", () => {
+  const lines = Array.from({ length: 200 }, (_, i) => `line ${i + 1}`);
+  lines[119] = '  File "/home/user/project/train.py", line 42, in main';
+  lines[120] = "    loss = loss_fn(out, labels)";
+  const finding = (line, end_line) => ({
+    location: { line, end_line },
+    evidence: { failing_frame: "train.py:42", failing_code: "loss = loss_fn(out, labels)" },
+  });
+  const [short, long, none] = excerpts(lines, { findings: [finding(10, 12), finding(20, 190), { location: null, evidence: {} }] });
+
+  assert.deepEqual(short.rows.map((r) => r.n), [7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  assert.deepEqual(short.rows.filter((r) => r.hit).map((r) => r.n), [10, 11, 12]);
+
+  const shown = long.rows.filter((r) => r.n).map((r) => r.n);
+  assert.ok(shown.length < 60, `folded to ${shown.length} rows`);
+  assert.ok(shown.includes(120) && shown.includes(121), "key lines in the fold are kept");
+  assert.ok(long.rows.some((r) => r.gap), "a gap marks folded lines");
+  assert.ok(long.rows.find((r) => r.n === 121).key);
+  assert.equal(none, null);
+});

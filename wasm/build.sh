@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly packages and the page's copy of them:
+#   wasm/pkg/       --target web     (ES module; browsers, bundlers, and Node via initSync)
+#   wasm/pkg-node/  --target nodejs  (CommonJS; require() it from Node)
+#   wasm/www/pkg/   copy of wasm/pkg for the static page
+# Each package folder is npm-shaped: package.json, .js, .d.ts, .wasm, README.md.
+#
+# Needs: the wasm32-unknown-unknown target, wasm-bindgen-cli at the exact version of the
+# wasm-bindgen crate in Cargo.lock, node. Uses node_modules/.bin/wasm-opt (npm binaryen,
+# from `npm ci`) when present; never a wasm-opt from PATH (Debian's binaryen 108 writes a
+# module that fails at instantiation). Fails when the gzipped .wasm exceeds the budget.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUDGET_GZIP=$((350 * 1024))   # bytes, gzip -9 of the .wasm
+PROFILE=${WASM_PROFILE:-wasm-release}
+
+die() { echo "wasm/build.sh: $*" >&2; exit 1; }
+
+# ---- wasm-bindgen CLI must equal the crate version (a mismatch is a hard error later)
+want=$(awk '$0=="name = \"wasm-bindgen\""{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock 2>/dev/null || true)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+[ -n "$have" ] || die "wasm-bindgen CLI not found: cargo install wasm-bindgen-cli --version ${want:-0.2.130}"
+if [ -n "$want" ] && [ "$want" != "$have" ]; then
+  die "wasm-bindgen CLI is $have but Cargo.lock has $want: cargo install wasm-bindgen-cli --version $want --force"
+fi
+
+# ---- compile
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown ||
+  die "the wasm32-unknown-unknown target is missing: rustup target add wasm32-unknown-unknown"
+cargo build --profile "$PROFILE" --target wasm32-unknown-unknown -p torchdx-wasm
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
+WASM="$TARGET_DIR/wasm32-unknown-unknown/$PROFILE/torchdx_wasm.wasm"
+[ -f "$WASM" ] || die "no $WASM after the build"
+VERSION=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).packages.find(p=>p.name==="torchdx-wasm").version))')
+
+# ---- bindings
+rm -rf wasm/pkg wasm/pkg-node wasm/www/pkg
+wasm-bindgen --target web --out-dir wasm/pkg "$WASM"
+wasm-bindgen --target nodejs --out-dir wasm/pkg-node "$WASM"
+
+# ---- optimise (npm binaryen only)
+WASM_OPT="$ROOT/node_modules/.bin/wasm-opt"
+if [ -x "$WASM_OPT" ]; then
+  echo "wasm-opt: $("$WASM_OPT" --version)"
+  for dir in wasm/pkg wasm/pkg-node; do
+    "$WASM_OPT" -Oz "$dir/torchdx_wasm_bg.wasm" -o "$dir/torchdx_wasm_bg.wasm"
+  done
+else
+  echo "wasm-opt: skipped (node_modules/.bin/wasm-opt missing; run npm ci for a ~15% smaller .wasm)"
+fi
+
+# ---- npm-shaped package folders
+node - "$VERSION" <<'EOF'
+const fs = require("fs");
+const version = process.argv[2];
+const common = {
+  version,
+  description: "Offline diagnosis of PyTorch training-failure logs (torchdx, compiled to WebAssembly)",
+  license: "MIT OR Apache-2.0",
+  keywords: ["pytorch", "diagnosis", "logs", "wasm"],
+  types: "torchdx_wasm.d.ts",
+};
+const write = (dir, pkg) => fs.writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + "\n");
+write("wasm/pkg", {
+  name: "torchdx-wasm",
+  ...common,
+  type: "module",
+  main: "torchdx_wasm.js",
+  module: "torchdx_wasm.js",
+  exports: {
+    ".": { types: "./torchdx_wasm.d.ts", default: "./torchdx_wasm.js" },
+    "./torchdx_wasm_bg.wasm": "./torchdx_wasm_bg.wasm",
+    "./package.json": "./package.json",
+  },
+  files: ["torchdx_wasm_bg.wasm", "torchdx_wasm.js", "torchdx_wasm.d.ts", "torchdx_wasm_bg.wasm.d.ts", "README.md"],
+  sideEffects: ["./snippets/*"],
+});
+write("wasm/pkg-node", {
+  name: "torchdx-wasm-node",
+  ...common,
+  type: "commonjs",
+  main: "torchdx_wasm.js",
+  files: ["torchdx_wasm_bg.wasm", "torchdx_wasm.js", "torchdx_wasm.d.ts", "torchdx_wasm_bg.wasm.d.ts", "README.md"],
+});
+EOF
+cp wasm/README.md wasm/pkg/README.md
+cp wasm/README.md wasm/pkg-node/README.md
+
+# ---- the page's copy (www/ is then a self-contained static site)
+cp -r wasm/pkg wasm/www/pkg
+
+# ---- size
+raw=$(stat -c %s wasm/pkg/torchdx_wasm_bg.wasm)
+gz=$(gzip -9c wasm/pkg/torchdx_wasm_bg.wasm | wc -c)
+js=$(stat -c %s wasm/pkg/torchdx_wasm.js)
+printf 'wasm size: %s bytes raw, %s bytes gzip -9 (%s KiB; budget %s KiB); glue JS %s bytes\n' \
+  "$raw" "$gz" $(((gz + 1023) / 1024)) $((BUDGET_GZIP / 1024)) "$js"
+[ "$gz" -le "$BUDGET_GZIP" ] || die "the gzipped .wasm ($gz bytes) is over the budget ($BUDGET_GZIP bytes)"
+echo "built wasm/pkg, wasm/pkg-node, wasm/www/pkg (torchdx-wasm $VERSION)"

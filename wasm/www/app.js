@@ -1,0 +1,857 @@
+// The page: input (paste, drop, open), running the engine, rendering the report.
+// Everything is built with DOM calls; log text never goes through innerHTML.
+
+import { Engine, WORKER_THRESHOLD } from "./engine.js";
+import { SAMPLES } from "./samples.js";
+
+const $ = (sel) => document.querySelector(sel);
+const els = {
+  log: $("#log"),
+  run: $("#run"),
+  stats: $("#input-stats"),
+  dropzone: $("#dropzone"),
+  fileInput: $("#file-input"),
+  progress: $("#progress"),
+  progressFill: $("#progress .fill"),
+  progressLabel: $("#progress .label"),
+  cancel: $("#cancel"),
+  result: $("#result"),
+  version: $("#version"),
+  rulesInput: $("#rules-input"),
+  rulesState: $("#rules-state"),
+  rulesError: $("#rules-error"),
+  rulesClear: $("#rules-clear"),
+  rulesDialog: $("#rules-dialog"),
+  rulesFilter: $("#rules-filter"),
+  rulesList: $("#rules-list"),
+  ruleDetail: $("#rule-detail"),
+};
+
+/** Files at most this large are also shown in the text box. */
+const SHOW_FILE_LIMIT = 1024 * 1024;
+
+let engine = null;
+/** The input to diagnose: `{ text }` or `{ file }`. */
+let current = { text: "" };
+let runSeq = 0;
+
+// ------------------------------------------------------------------ DOM helpers
+
+/** `h("div", { class: "x", onclick }, child, ...)`: children are nodes or text. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+const plural = (n, word, many = `${word}s`) => `${n.toLocaleString("en")} ${n === 1 ? word : many}`;
+
+function rankList(ranks) {
+  if (!ranks || !ranks.length) return "";
+  const sorted = [...ranks].sort((a, b) => a - b);
+  const contiguous = sorted.every((r, i) => i === 0 || r === sorted[i - 1] + 1);
+  return contiguous && sorted.length > 2 ? `${sorted[0]}–${sorted[sorted.length - 1]}` : sorted.join(", ");
+}
+
+// ------------------------------------------------------------------ clipboard
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const ta = h("textarea", { class: "offscreen", readonly: true });
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+      ok = false;
+    }
+    ta.remove();
+    return ok;
+  }
+}
+
+function copyButton(getText, label = "Copy") {
+  const btn = h("button", { type: "button", class: "copy", title: "Copy to the clipboard" }, label);
+  btn.addEventListener("click", async () => {
+    const ok = await copyText(getText());
+    btn.textContent = ok ? "Copied ✓" : "Copy failed";
+    btn.classList.toggle("done", ok);
+    setTimeout(() => {
+      btn.textContent = label;
+      btn.classList.remove("done");
+    }, 1600);
+  });
+  return btn;
+}
+
+// ------------------------------------------------------------------ Markdown (small, safe)
+
+/** Renders the rules' Markdown subset: paragraphs, lists, fenced code, inline code,
+ *  bold, emphasis and links. Builds DOM nodes; never parses HTML. */
+function markdown(text) {
+  const frag = document.createDocumentFragment();
+  if (!text) return frag;
+  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  let para = [];
+  const flush = () => {
+    if (para.length) frag.append(h("p", {}, inline(para.join(" "))));
+    para = [];
+  };
+  while (i < lines.length) {
+    const line = lines[i];
+    const fence = /^\s*(```+|~~~+)\s*([\w+-]*)\s*$/.exec(line);
+    if (fence) {
+      flush();
+      const close = fence[1];
+      const body = [];
+      i++;
+      while (i < lines.length && !lines[i].trim().startsWith(close)) body.push(lines[i++]);
+      i++;
+      const code = body.join("\n");
+      frag.append(
+        h("div", { class: "codeblock" }, h("pre", {}, h("code", { "data-lang": fence[2] || null }, code)), copyButton(() => code)),
+      );
+      continue;
+    }
+    const item = /^\s*(?:([-*+])|(\d+)[.)])\s+(.*)$/.exec(line);
+    if (item) {
+      flush();
+      const ordered = !!item[2];
+      const list = h(ordered ? "ol" : "ul");
+      while (i < lines.length) {
+        const m = /^\s*(?:([-*+])|(\d+)[.)])\s+(.*)$/.exec(lines[i]);
+        if (m && !!m[2] === ordered) {
+          list.append(h("li", {}, inline(m[3])));
+          i++;
+        } else if (lines[i].trim() !== "" && /^\s{2,}/.test(lines[i]) && list.lastChild) {
+          append(list.lastChild, [" ", inline(lines[i].trim())]);
+          i++;
+        } else break;
+      }
+      frag.append(list);
+      continue;
+    }
+    const heading = /^\s*#{1,6}\s+(.*)$/.exec(line);
+    if (heading) {
+      flush();
+      frag.append(h("p", { class: "md-heading" }, inline(heading[1])));
+    } else if (line.trim() === "") flush();
+    else para.push(line.trim());
+    i++;
+  }
+  flush();
+  return frag;
+}
+
+const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|\[([^\]]+)\]\((https?:\/\/[^)\s]+)\)|(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])|(?<!\w)_([^_\s][^_]*?)_(?!\w)/g;
+
+function inline(text) {
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    if (m[1]) out.push(h("code", {}, m[2].trim()));
+    else if (m[3]) out.push(h("strong", {}, inline(m[3])));
+    else if (m[4]) out.push(h("a", { href: m[5], target: "_blank", rel: "noopener noreferrer" }, m[4]));
+    else if (m[6]) out.push(h("em", {}, m[6]));
+    else if (m[7]) out.push(h("em", {}, m[7]));
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+// ------------------------------------------------------------------ input
+
+function setInputText(text) {
+  els.log.value = text;
+  current = { text };
+  els.dropzone.classList.remove("has-file");
+  updateStats();
+}
+
+function updateStats() {
+  if (current.file) {
+    els.stats.textContent = `${current.file.name} · ${formatBytes(current.file.size)}`;
+  } else {
+    const text = els.log.value;
+    const lines = text ? text.split("\n").length - (text.endsWith("\n") ? 1 : 0) : 0;
+    els.stats.textContent = text ? `${plural(lines, "line")} · ${formatBytes(new Blob([text]).size)}` : "";
+  }
+  els.run.disabled = !engine || (!current.file && !els.log.value.trim());
+}
+
+function insertAtCursor(textarea, text) {
+  const { selectionStart: s, selectionEnd: e, value } = textarea;
+  textarea.value = value.slice(0, s) + text + value.slice(e);
+  const pos = s + text.length;
+  textarea.setSelectionRange(pos, pos);
+}
+
+els.log.addEventListener("paste", (event) => {
+  const text = event.clipboardData && event.clipboardData.getData("text/plain");
+  if (!text) return;
+  event.preventDefault();
+  insertAtCursor(els.log, text);
+  current = { text: els.log.value };
+  els.dropzone.classList.remove("has-file");
+  updateStats();
+  run();
+});
+
+let typingTimer = 0;
+els.log.addEventListener("input", () => {
+  current = { text: els.log.value };
+  els.dropzone.classList.remove("has-file");
+  updateStats();
+  clearTimeout(typingTimer);
+  typingTimer = setTimeout(() => {
+    if (els.log.value.trim()) run();
+  }, 600);
+});
+
+async function openFile(file) {
+  current = { file };
+  els.dropzone.classList.toggle("has-file", file.size > SHOW_FILE_LIMIT);
+  els.dropzone.dataset.file = `${file.name} · ${formatBytes(file.size)} · shown here only up to ${formatBytes(SHOW_FILE_LIMIT)}`;
+  els.log.value = file.size <= SHOW_FILE_LIMIT ? await file.text() : "";
+  updateStats();
+  run();
+}
+
+els.fileInput.addEventListener("change", () => {
+  const file = els.fileInput.files && els.fileInput.files[0];
+  if (file) openFile(file);
+  els.fileInput.value = "";
+});
+
+// Drop a file (or dragged text) anywhere on the page.
+let dragDepth = 0;
+const hasPayload = (event) => {
+  const types = event.dataTransfer ? [...event.dataTransfer.types] : [];
+  return types.includes("Files") || types.includes("text/plain");
+};
+window.addEventListener("dragenter", (event) => {
+  if (!hasPayload(event)) return;
+  event.preventDefault();
+  dragDepth++;
+  document.body.classList.add("dragging");
+});
+window.addEventListener("dragover", (event) => {
+  if (!hasPayload(event)) return;
+  event.preventDefault();
+  event.dataTransfer.dropEffect = "copy";
+});
+window.addEventListener("dragleave", () => {
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (!dragDepth) document.body.classList.remove("dragging");
+});
+window.addEventListener("drop", (event) => {
+  event.preventDefault();
+  dragDepth = 0;
+  document.body.classList.remove("dragging");
+  const dt = event.dataTransfer;
+  if (!dt) return;
+  const file = dt.files && dt.files[0];
+  if (file) openFile(file);
+  else {
+    const text = dt.getData("text/plain");
+    if (text) {
+      setInputText(text);
+      run();
+    }
+  }
+});
+
+$("#sample-device").addEventListener("click", () => {
+  setInputText(SAMPLES["device-mismatch.log"]);
+  run();
+});
+$("#sample-ranks").addEventListener("click", () => {
+  setInputText(SAMPLES["two-ranks.log"]);
+  run();
+});
+$("#clear").addEventListener("click", () => {
+  setInputText("");
+  showEmpty();
+  els.log.focus();
+});
+els.run.addEventListener("click", () => run());
+document.addEventListener("keydown", (event) => {
+  if ((event.ctrlKey || event.metaKey) && event.key === "Enter") run();
+});
+els.cancel.addEventListener("click", () => engine && engine.cancel());
+
+// ------------------------------------------------------------------ progress
+
+function showProgress(p, size) {
+  els.progress.hidden = false;
+  els.progress.dataset.phase = p.phase;
+  const fill = els.progressFill;
+  if (p.phase === "read" && p.total) {
+    const pct = Math.min(100, (100 * (p.loaded || 0)) / p.total);
+    fill.classList.remove("indeterminate");
+    fill.style.width = `${pct.toFixed(1)}%`;
+    els.progressLabel.textContent = `Reading ${formatBytes(p.loaded || 0)} of ${formatBytes(p.total)}…`;
+  } else if (p.phase === "diagnose") {
+    fill.classList.add("indeterminate");
+    fill.style.width = "";
+    els.progressLabel.textContent = `Diagnosing ${formatBytes(p.total || size)} in a background worker…`;
+  } else if (p.phase === "render") {
+    fill.classList.remove("indeterminate");
+    fill.style.width = "100%";
+    els.progressLabel.textContent = "Preparing the report…";
+  }
+}
+
+function hideProgress() {
+  els.progress.hidden = true;
+  els.progressFill.classList.remove("indeterminate");
+  els.progressFill.style.width = "0";
+}
+
+// ------------------------------------------------------------------ running
+
+async function run() {
+  if (!engine) return;
+  const input = current.file ? { file: current.file } : { text: els.log.value };
+  if (!input.file && !input.text.trim()) {
+    showEmpty();
+    return;
+  }
+  const seq = ++runSeq;
+  const size = input.file ? input.file.size : input.text.length;
+  const big = size >= WORKER_THRESHOLD;
+  els.result.dataset.state = "running";
+  els.run.disabled = true;
+  if (big) showProgress({ phase: input.file ? "read" : "diagnose", loaded: 0, total: size }, size);
+  try {
+    const result = await engine.diagnose(input, (p) => {
+      if (seq === runSeq && big) showProgress(p, size);
+    });
+    if (seq !== runSeq) return;
+    renderResult(result, input.file ? input.file.name : null);
+  } catch (e) {
+    if (seq !== runSeq) return;
+    if (e.cancelled) showEmpty("Diagnosis cancelled.");
+    else showError(e);
+  } finally {
+    if (seq === runSeq) {
+      hideProgress();
+      updateStats();
+    }
+  }
+}
+
+function showEmpty(note) {
+  runSeq++;
+  hideProgress();
+  els.result.dataset.state = "empty";
+  els.result.replaceChildren(
+    h(
+      "div",
+      { class: "empty-state" },
+      h("h2", {}, "Paste a log to see what went wrong"),
+      h(
+        "ol",
+        {},
+        h("li", {}, h("strong", {}, "The failure that started it"), ": on multi-GPU runs, the rank that failed first, not the timeouts that followed."),
+        h("li", {}, h("strong", {}, "The culprit"), ": the expression in your code at fault, with the log lines that show it."),
+        h("li", {}, h("strong", {}, "How to confirm, fix and verify"), ": a checklist, a fix you can copy, and a check that proves it worked."),
+      ),
+      note ? h("p", { class: "muted" }, note) : null,
+    ),
+  );
+}
+
+function showError(e) {
+  els.result.dataset.state = "error";
+  els.result.replaceChildren(
+    h("div", { class: "card error-card" }, h("h2", {}, "The diagnosis failed"), h("pre", { class: "error-box" }, String(e && e.message ? e.message : e))),
+  );
+}
+
+// ------------------------------------------------------------------ report rendering
+
+const ROLE_LABEL = { initiating: "Initiating failure", collateral: "Collateral", independent: "Independent failure" };
+const EVIDENCE_ORDER = ["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
+
+function renderResult({ report, excerpts, lineCount, ms, via }, fileName) {
+  els.result.dataset.state = "done";
+  els.result.dataset.via = via;
+  const findings = report.findings || [];
+  const primaryIndex = report.initiating ?? (findings.length ? 0 : null);
+  const children = [];
+
+  const ranks = report.input.ranks || [];
+  children.push(
+    h(
+      "div",
+      { class: "summary-strip" },
+      h("span", { class: "stat" }, plural(findings.length, "finding")),
+      ranks.length ? h("span", { class: "stat" }, `${ranks.length > 1 ? "ranks" : "rank"} ${rankList(ranks)}`) : null,
+      h("span", { class: "stat" }, plural(report.input.lines, "line")),
+      h("span", { class: "stat" }, formatBytes(report.input.bytes)),
+      fileName ? h("span", { class: "stat file" }, fileName) : null,
+      h("span", { class: "stat muted", title: via === "worker" ? "Diagnosed in a Web Worker" : "Diagnosed on the page" }, `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms${via === "worker" ? " · worker" : ""}`),
+    ),
+  );
+
+  if (primaryIndex === null) {
+    children.push(
+      h(
+        "div",
+        { class: "card clean-card", id: "no-failure" },
+        h("h2", { id: "headline" }, "No failure found in this log"),
+        h("p", {}, "torchdx found no exception or error message it knows in this text."),
+        h(
+          "ul",
+          {},
+          h("li", {}, "Paste the whole output: the traceback and the lines above it."),
+          h("li", {}, "For multi-GPU runs, include the output of every rank (torchrun's `--redirects` / `--log-dir`)."),
+          h("li", {}, "A run killed from outside (OOM killer, scheduler) may leave no traceback: check `dmesg` and the job scheduler's log."),
+        ),
+      ),
+    );
+  } else {
+    if (report.timeline && report.timeline.length > 1) children.push(timeline(report, primaryIndex));
+    children.push(findingCard(report, primaryIndex, excerpts[primaryIndex], { primary: true }));
+    const collateral = findings.map((f, i) => [f, i]).filter(([f, i]) => i !== primaryIndex && f.role === "collateral");
+    const independent = findings.map((f, i) => [f, i]).filter(([f, i]) => i !== primaryIndex && f.role !== "collateral");
+    if (collateral.length) {
+      children.push(
+        h(
+          "section",
+          { class: "group collateral-group", id: "collateral" },
+          h("h3", { class: "group-title" }, `Collateral · ${plural(collateral.length, "downstream report")}`, h("span", { class: "muted" }, " caused by the failure above, not separate bugs")),
+          collateral.map(([, i]) => findingCard(report, i, excerpts[i], { primary: false })),
+        ),
+      );
+    }
+    if (independent.length) {
+      children.push(
+        h(
+          "section",
+          { class: "group independent-group", id: "independent" },
+          h("h3", { class: "group-title" }, `Also in this log · ${plural(independent.length, "independent failure")}`),
+          independent.map(([, i]) => findingCard(report, i, excerpts[i], { primary: false })),
+        ),
+      );
+    }
+  }
+
+  const json = JSON.stringify(report, null, 2);
+  children.push(
+    h(
+      "details",
+      { class: "raw-json" },
+      h("summary", {}, "Report JSON (torchdx/report@1)"),
+      h(
+        "div",
+        { class: "raw-actions" },
+        copyButton(() => json, "Copy JSON"),
+        h("button", { type: "button", class: "copy", onclick: () => download("torchdx-report.json", json) }, "Download"),
+      ),
+      h("pre", {}, json),
+    ),
+  );
+  els.result.replaceChildren(...children);
+  els.result.scrollTop = 0;
+  if (lineCount !== report.input.lines) els.result.dataset.lineMismatch = `${lineCount}/${report.input.lines}`;
+}
+
+function download(name, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  const a = h("a", { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function timeline(report, primaryIndex) {
+  return h(
+    "section",
+    { class: "timeline", "aria-label": "Timeline" },
+    h("h3", {}, "What happened, in order"),
+    h(
+      "ol",
+      {},
+      report.timeline.map((t) => {
+        const f = report.findings[t.finding];
+        return h(
+          "li",
+          { class: `role-${f ? f.role : "independent"}${t.finding === primaryIndex ? " first" : ""}` },
+          t.time ? h("span", { class: "time" }, t.time) : null,
+          t.ranks && t.ranks.length ? h("span", { class: "rank-chip" }, `${t.ranks.length > 1 ? "ranks" : "rank"} ${rankList(t.ranks)}`) : null,
+          h("a", { href: `#finding-${t.finding}`, class: "tl-text" }, t.text),
+        );
+      }),
+    ),
+  );
+}
+
+function confidenceChip(c) {
+  return h("span", { class: `chip confidence c-${c}`, title: "How sure the rule is, given what the log shows" }, c);
+}
+
+function findingCard(report, index, excerpt, { primary }) {
+  const f = report.findings[index];
+  const rankKnown = f.rank !== null && f.rank !== undefined;
+  const otherRanks = (f.ranks || []).filter((r) => r !== f.rank);
+  const loc = f.location || {};
+  const head = [
+    h(
+      "div",
+      { class: "eyebrow" },
+      h("span", { class: "role" }, primary ? ROLE_LABEL.initiating : ROLE_LABEL[f.role] || f.role),
+      rankKnown
+        ? h("span", { class: "rank-badge", title: "Global rank this failure came from" }, "rank ", h("b", primary ? { id: "initiating-rank", "data-rank": f.rank } : {}, String(f.rank)))
+        : (report.input.ranks || []).length
+          ? h("span", { class: "rank-badge unknown", id: primary ? "initiating-rank" : null, "data-rank": "" }, "rank unknown")
+          : null,
+      otherRanks.length ? h("span", { class: "muted" }, `also on ${otherRanks.length > 1 ? "ranks" : "rank"} ${rankList(otherRanks)}`) : null,
+      confidenceChip(f.confidence),
+    ),
+    h(primary ? "h2" : "h4", { class: "headline", id: primary ? "headline" : null }, f.title),
+    h(
+      "div",
+      { class: "meta" },
+      h("code", { class: "rule-id", title: "Rule id" }, f.id),
+      f.family && f.family !== f.id ? h("span", { class: "family" }, f.family) : null,
+      loc.line ? h("a", { href: `#finding-${index}-log`, class: "lines" }, loc.end_line && loc.end_line !== loc.line ? `lines ${loc.line}–${loc.end_line}` : `line ${loc.line}`) : null,
+      f.role === "collateral" && f.collateral_of !== null && f.collateral_of !== undefined
+        ? h("a", { href: `#finding-${f.collateral_of}`, class: "echo" }, `echo of: ${report.findings[f.collateral_of] ? report.findings[f.collateral_of].title : `finding ${f.collateral_of}`}`)
+        : null,
+    ),
+  ];
+
+  const body = [
+    culpritBox(f, primary),
+    excerpt ? logExcerpt(excerpt, f, index) : null,
+    h(
+      "div",
+      { class: "columns" },
+      h("section", { class: "mechanism" }, h("h3", {}, "Why it happens"), markdown(f.mechanism)),
+      evidenceBox(f.evidence),
+    ),
+    f.checklist && f.checklist.length
+      ? h(
+          "section",
+          { class: "checklist" },
+          h("h3", {}, "Confirm"),
+          h(
+            "ul",
+            {},
+            f.checklist.map((item, k) =>
+              h("li", {}, h("label", {}, h("input", { type: "checkbox", "aria-label": `checked step ${k + 1}` }), h("span", {}, inline(item)))),
+            ),
+          ),
+        )
+      : null,
+    h(
+      "section",
+      { class: "fix" },
+      h("div", { class: "section-head" }, h("h3", {}, "Fix"), copyButton(() => f.fix, "Copy fix")),
+      h("div", { class: "md" }, markdown(f.fix)),
+    ),
+    f.verify
+      ? h(
+          "section",
+          { class: "verify" },
+          h("div", { class: "section-head" }, h("h3", {}, "Verify"), copyButton(() => f.verify, "Copy")),
+          h("div", { class: "md" }, markdown(f.verify)),
+        )
+      : null,
+    f.next_action ? h("section", { class: "next" }, h("h3", {}, "Next step"), h("div", { class: "md" }, markdown(f.next_action))) : null,
+    moreBox(f),
+  ];
+
+  if (primary) {
+    return h("article", { class: `card finding primary role-initiating`, id: `finding-${index}`, "data-index": index }, head, body);
+  }
+  return h(
+    "details",
+    { class: `card finding compact role-${f.role}`, id: `finding-${index}`, "data-index": index },
+    h("summary", {}, head),
+    h("div", { class: "finding-body" }, body),
+  );
+}
+
+function culpritBox(f, primary) {
+  const c = f.culprit;
+  if (!c) {
+    return h(
+      "section",
+      { class: "culprit none", "data-testid": primary ? "culprit" : null, id: primary ? "culprit" : null },
+      h("h3", {}, "Culprit"),
+      h("p", {}, "The log does not show which expression is at fault."),
+      f.missing && f.missing.length ? h("p", { class: "muted" }, "What would settle it: ", inline(f.missing.join("; "))) : null,
+    );
+  }
+  return h(
+    "section",
+    { class: "culprit", "data-testid": primary ? "culprit" : null, id: primary ? "culprit" : null },
+    h("h3", {}, "Culprit"),
+    h("p", { class: "culprit-summary" }, inline(c.summary)),
+    h(
+      "div",
+      { class: "culprit-meta" },
+      c.expr ? [h("span", { class: "muted" }, "expression"), h("code", { class: "expr", title: "Expression at fault" }, c.expr)] : null,
+      h("span", { class: "muted" }, "kind"),
+      h("span", { class: "chip kind", title: "Culprit kind" }, c.kind),
+    ),
+  );
+}
+
+function logExcerpt(excerpt, f, index) {
+  const expr = f.culprit && f.culprit.expr;
+  const rows = excerpt.rows.map((r) => {
+    if (r.gap) return h("div", { class: "ln gap" }, h("span", { class: "no" }, "⋮"), h("span", { class: "tx" }, `${plural(r.gap, "line")} not shown`));
+    return h(
+      "div",
+      { class: `ln${r.hit ? " hit" : ""}${r.key ? " key" : ""}`, "data-line": r.n },
+      h("span", { class: "no" }, String(r.n)),
+      h("span", { class: "tx" }, r.key && expr ? markExpr(r.text, expr) : r.text || " "),
+    );
+  });
+  const loc = f.location;
+  return h(
+    "section",
+    { class: "log", id: `finding-${index}-log` },
+    h("h3", {}, "In the log", h("span", { class: "muted" }, loc.end_line !== loc.line ? ` · lines ${loc.line}–${loc.end_line}` : ` · line ${loc.line}`)),
+    h("div", { class: "excerpt", role: "region", "aria-label": "Log lines of this finding", tabindex: "0" }, rows),
+  );
+}
+
+/** The text with whole-word occurrences of `expr` wrapped in <mark>. */
+function markExpr(text, expr) {
+  const out = [];
+  let from = 0;
+  for (;;) {
+    const at = text.indexOf(expr, from);
+    if (at < 0) break;
+    const before = at > 0 ? text[at - 1] : " ";
+    const after = text[at + expr.length] || " ";
+    if (/[\w.]/.test(before) || /\w/.test(after)) {
+      out.push(text.slice(from, at + expr.length));
+    } else {
+      out.push(text.slice(from, at), h("mark", {}, expr));
+    }
+    from = at + expr.length;
+  }
+  out.push(text.slice(from));
+  return out;
+}
+
+function evidenceBox(evidence) {
+  const keys = Object.keys(evidence || {});
+  if (!keys.length) return null;
+  keys.sort((a, b) => {
+    const ia = EVIDENCE_ORDER.indexOf(a);
+    const ib = EVIDENCE_ORDER.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  });
+  return h(
+    "section",
+    { class: "evidence" },
+    h("h3", {}, "Evidence from the log"),
+    h(
+      "dl",
+      {},
+      keys.map((k) => [h("dt", {}, k.replace(/_/g, " ")), h("dd", {}, evidenceValue(evidence[k]))]),
+    ),
+  );
+}
+
+function evidenceValue(v) {
+  if (Array.isArray(v)) {
+    if (!v.length) return h("span", { class: "muted" }, "none");
+    if (v.every((x) => typeof x !== "object" || x === null)) return v.map((x) => h("code", { class: "val" }, String(x)));
+  }
+  if (typeof v === "string") return h("code", { class: "val" }, v);
+  if (typeof v === "number" || typeof v === "boolean") return h("code", { class: "val" }, String(v));
+  if (v === null) return h("span", { class: "muted" }, "null");
+  return h("code", { class: "val" }, JSON.stringify(v));
+}
+
+function moreBox(f) {
+  const parts = [];
+  if (f.prevent) parts.push(h("section", {}, h("h3", {}, "Prevent it"), h("div", { class: "md" }, markdown(f.prevent))));
+  if (f.missing && f.missing.length)
+    parts.push(h("section", {}, h("h3", {}, "Not in the log (would settle it)"), h("ul", {}, f.missing.map((m) => h("li", {}, inline(m))))));
+  if (f.related && f.related.length)
+    parts.push(
+      h(
+        "section",
+        {},
+        h("h3", {}, "Related rules"),
+        h(
+          "div",
+          { class: "related" },
+          f.related.map((id) => h("button", { type: "button", class: "chip link-chip", onclick: () => openRules(id) }, id)),
+        ),
+      ),
+    );
+  if (!parts.length) return null;
+  return h("details", { class: "more" }, h("summary", {}, "Prevention, open questions and related rules"), parts);
+}
+
+// ------------------------------------------------------------------ rule catalog
+
+function openRules(id) {
+  if (!engine) return;
+  renderRuleList();
+  if (id) showRule(id);
+  else els.ruleDetail.hidden = true;
+  if (!els.rulesDialog.open) els.rulesDialog.showModal();
+}
+
+function ruleText(r, key) {
+  return r && typeof r[key] === "string" ? r[key] : "";
+}
+
+function renderRuleList() {
+  let list;
+  try {
+    list = engine.rules();
+  } catch (e) {
+    els.rulesList.replaceChildren(h("pre", { class: "error-box" }, String(e.message || e)));
+    return;
+  }
+  const q = els.rulesFilter.value.trim().toLowerCase();
+  const shown = list.filter((r) => !q || JSON.stringify(r).toLowerCase().includes(q));
+  els.rulesList.replaceChildren(
+    h("p", { class: "muted small" }, `${shown.length} of ${plural(list.length, "rule")}`),
+    ...shown.map((r) =>
+      h(
+        "button",
+        { type: "button", class: "rule-row", onclick: () => showRule(r.id) },
+        h("code", {}, r.id),
+        h("span", { class: "rule-title" }, ruleText(r, "title")),
+        ruleText(r, "family") && r.family !== r.id ? h("span", { class: "chip" }, r.family) : null,
+      ),
+    ),
+  );
+}
+
+function showRule(id) {
+  let ex;
+  try {
+    ex = engine.explain(id);
+  } catch (e) {
+    ex = undefined;
+  }
+  els.ruleDetail.hidden = false;
+  if (!ex) {
+    els.ruleDetail.replaceChildren(h("p", {}, `No rule with id `, h("code", {}, id), "."));
+    return;
+  }
+  const rule = ex.rule && typeof ex.rule === "object" ? { ...ex.rule, ...ex } : ex;
+  const textKeys = ["summary", "mechanism", "fix", "verify", "prevent", "next_action"];
+  const listKeys = ["checklist", "missing", "templates", "examples", "related"];
+  const shownKeys = new Set(["id", "title", "family", "rule", ...textKeys, ...listKeys]);
+  const parts = [
+    h("div", { class: "section-head" }, h("h3", {}, ruleText(rule, "title") || id), h("button", { type: "button", class: "link", onclick: () => (els.ruleDetail.hidden = true) }, "Back to the list")),
+    h("div", { class: "meta" }, h("code", {}, rule.id || id), ruleText(rule, "family") ? h("span", { class: "family" }, rule.family) : null),
+  ];
+  for (const k of textKeys) {
+    if (ruleText(rule, k)) parts.push(h("section", {}, h("h4", {}, k.replace(/_/g, " ")), h("div", { class: "md" }, markdown(rule[k]))));
+  }
+  for (const k of listKeys) {
+    const v = rule[k];
+    if (Array.isArray(v) && v.length) {
+      parts.push(
+        h(
+          "section",
+          {},
+          h("h4", {}, k.replace(/_/g, " ")),
+          h(
+            "ul",
+            {},
+            v.map((x) => h("li", {}, typeof x === "string" ? (k === "related" ? h("button", { type: "button", class: "chip link-chip", onclick: () => showRule(x) }, x) : inline(x)) : h("pre", {}, JSON.stringify(x, null, 2)))),
+          ),
+        ),
+      );
+    }
+  }
+  const rest = Object.fromEntries(Object.entries(rule).filter(([k]) => !shownKeys.has(k)));
+  if (Object.keys(rest).length) parts.push(h("details", {}, h("summary", {}, "All fields"), h("pre", {}, JSON.stringify(rest, null, 2))));
+  els.ruleDetail.replaceChildren(...parts);
+  els.ruleDetail.scrollIntoView({ block: "nearest" });
+}
+
+$("#open-rules").addEventListener("click", () => openRules());
+els.rulesFilter.addEventListener("input", () => renderRuleList());
+
+// ------------------------------------------------------------------ extra rule pack
+
+els.rulesInput.addEventListener("change", async () => {
+  const files = [...(els.rulesInput.files || [])];
+  els.rulesInput.value = "";
+  if (!files.length || !engine) return;
+  const sources = await Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
+  try {
+    const list = engine.setExtraRules(sources);
+    els.rulesError.hidden = true;
+    els.rulesState.textContent = `· ${plural(sources.length, "file")} loaded, ${plural(list.length, "rule")} in total`;
+    els.rulesClear.hidden = false;
+    run();
+  } catch (e) {
+    els.rulesError.hidden = false;
+    els.rulesError.textContent = String(e.message || e);
+    els.rulesState.textContent = "· not loaded";
+  }
+});
+els.rulesClear.addEventListener("click", () => {
+  engine.setExtraRules([]);
+  els.rulesState.textContent = "";
+  els.rulesClear.hidden = true;
+  els.rulesError.hidden = true;
+  run();
+});
+
+// ------------------------------------------------------------------ start
+
+async function start() {
+  try {
+    engine = await Engine.load();
+  } catch (e) {
+    showError(new Error(`The diagnosis engine could not be loaded: ${e.message || e}. Serve this folder over HTTP (see the README).`));
+    document.body.dataset.ready = "error";
+    return;
+  }
+  els.version.textContent = `v${engine.version()}`;
+  showEmpty();
+  document.body.dataset.ready = "1";
+  updateStats();
+  if (els.log.value.trim()) run();
+}
+
+start();
