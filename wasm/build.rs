@@ -24,7 +24,7 @@ use syn::{Attribute, Expr, Fields, GenericArgument, Item, Lit, Meta, PathArgumen
 
 /// The types the package's API exposes, by Rust name. Output types come from core;
 /// input types (options) from this crate.
-const ROOTS: &[&str] = &["Report", "Explanation", "RuleSummary", "DiagnoseOptions"];
+const ROOTS: &[&str] = &["Report", "RuleSpec", "RuleSummary", "DiagnoseOptions"];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -313,7 +313,8 @@ impl Generator<'_> {
                 }
                 match &s.fields {
                     Fields::Named(named) if !attrs.transparent => {
-                        let body = self.object(named.named.iter(), attrs.rename_all.as_deref(), attrs.default, &ctx, "");
+                        let input = !derives(&s.attrs, "Serialize");
+                        let body = self.object(named.named.iter(), attrs.rename_all.as_deref(), input && attrs.default, input, &ctx, "");
                         if !body.flattened {
                             format!("export interface {head} {}", body.text)
                         } else {
@@ -350,7 +351,10 @@ impl Generator<'_> {
                     let fields_rule = va.rename_all.as_deref().or(attrs.rename_all_fields.as_deref());
                     let payload = match &v.fields {
                         Fields::Unit => None,
-                        Fields::Named(named) => Some(self.object(named.named.iter(), fields_rule, false, &ctx, "  ").text),
+                        Fields::Named(named) => {
+                            let input = !derives(&e.attrs, "Serialize");
+                            Some(self.object(named.named.iter(), fields_rule, false, input, &ctx, "  ").text)
+                        }
                         Fields::Unnamed(un) => {
                             let tys: Vec<String> = un.unnamed.iter().map(|f| self.ty(&f.ty, &ctx)).collect();
                             Some(if tys.len() == 1 { tys[0].clone() } else { format!("[{}]", tys.join(", ")) })
@@ -389,6 +393,7 @@ impl Generator<'_> {
         fields: impl Iterator<Item = &'f syn::Field>,
         rename_all: Option<&str>,
         container_default: bool,
+        input: bool,
         ctx: &Ctx,
         indent: &str,
     ) -> Object {
@@ -416,8 +421,10 @@ impl Generator<'_> {
             let ident = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
             let ident = ident.trim_start_matches("r#").to_string();
             let name = fa.rename.clone().unwrap_or_else(|| rename(&ident, rename_all, false));
-            // Absent from the JSON when skipped (output) or defaulted (input options).
-            let optional = fa.skip_serializing_if || fa.default || container_default;
+            // Output types: a key may be absent only with `skip_serializing_if`. Input types
+            // (deserialize only): a key may be left out when it has a default or is an Option.
+            let optional = fa.skip_serializing_if
+                || (input && (fa.default || container_default || is_option(&f.ty)));
             let key = if is_ts_ident(&name) { name } else { json_str(&name) };
             let doc = docs(&f.attrs, &format!("{indent}  "));
             lines.push(format!("{doc}{indent}  {key}{}: {ty};", if optional { "?" } else { "" }));
@@ -466,7 +473,8 @@ impl Generator<'_> {
                     }
                     "Vec" | "VecDeque" | "BTreeSet" | "HashSet" | "IndexSet" | "SmallVec" | "LinkedList" => array_of(arg(self, 0)),
                     "BTreeMap" | "HashMap" | "IndexMap" => format!("Record<string, {}>", arg(self, 1)),
-                    "Box" | "Rc" | "Arc" | "Cow" | "RefCell" | "Cell" => arg(self, 0),
+                    // toml::Spanned<T> serializes as its value.
+                    "Box" | "Rc" | "Arc" | "Cow" | "RefCell" | "Cell" | "Spanned" => arg(self, 0),
                     "Value" => "JsonValue".into(),
                     "Map" if args.is_empty() => "{ [key: string]: JsonValue }".into(),
                     "Map" => format!("Record<string, {}>", arg(self, 1)),
@@ -498,6 +506,17 @@ impl Generator<'_> {
             }
         }
     }
+}
+
+fn derives(attrs: &[Attribute], trait_name: &str) -> bool {
+    attrs.iter().any(|a| {
+        (a.path().is_ident("derive") || a.path().is_ident("cfg_attr"))
+            && a.to_token_stream().to_string().split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == trait_name)
+    })
+}
+
+fn is_option(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option"))
 }
 
 fn ctx_of(ident: &syn::Ident, generics: &syn::Generics) -> Ctx {

@@ -63,6 +63,8 @@ pub(crate) struct Stream<'l> {
     pub lines: Vec<&'l Line>,
     pub tracebacks: Vec<Traceback>,
     pub events: Vec<Event>,
+    /// Entries of torchrun `ChildFailedError` summaries in this stream.
+    pub elastic: Vec<crate::grammar::elastic::Entry>,
 }
 
 impl Engine {
@@ -138,7 +140,7 @@ impl Engine {
         let input = Input { bytes: nbytes, lines: lines.last().map(|l| l.no as u64).unwrap_or(0), ranks };
         let streams = self.streams(lines);
         let findings = infer::findings(self, &streams, lines);
-        let (initiating, findings, timeline) = infer::roles(findings);
+        let (initiating, findings, timeline) = infer::roles(findings, &input.ranks);
         Report { schema: SCHEMA.to_string(), input, initiating, findings, timeline }
     }
 
@@ -173,7 +175,8 @@ impl Engine {
             hay.push('\n');
         }
         let events = self.match_events(&hay, &starts, &tracebacks);
-        Stream { rank, lines, tracebacks, events }
+        let elastic = if hay.contains("local_rank") { crate::grammar::elastic::entries(&texts) } else { Vec::new() };
+        Stream { rank, lines, tracebacks, events, elastic }
     }
 
     /// Runs the templates at the prefilter's hits and keeps the best non-overlapping

@@ -31,8 +31,45 @@ pub(crate) struct Draft {
     pub finding: Finding,
     pub collateral: bool,
     pub recognized: bool,
+    /// Printed by a logger and survived (`logger.exception(...)` then carried on).
+    pub handled: bool,
     pub ts: Option<Timestamp>,
+    /// For merged reports: each rank with its failing frame.
+    pub per_rank: Vec<(u32, Option<String>)>,
+    /// How many reports were merged into this one.
+    pub reports: usize,
     key: String,
+}
+
+/// The rank a line's failure belongs to: its stream's, else the `ChildFailedError`
+/// entry quoting it.
+fn rank_at(s: &Stream<'_>, line: usize) -> Option<u32> {
+    s.rank.or_else(|| s.elastic.iter().find(|e| e.first <= line && line <= e.last).map(|e| e.rank))
+}
+
+/// An unranked traceback introduced by a log line that names a rank
+/// (`ERROR [train] rank 2: skipping bad batch`) belongs to that rank.
+fn rank_from_intro(s: &Stream<'_>, start: usize) -> Option<u32> {
+    let prev_line = s.lines.get(start.checked_sub(1)?)?;
+    // Only a logger line (timestamp and level), not a training print like `[rank 0] step 3`.
+    if prev_line.ts.is_none() || prev_line.level.is_none() {
+        return None;
+    }
+    let prev = &prev_line.text;
+    let lower = prev.to_ascii_lowercase();
+    let at = lower.find("rank")?;
+    let rest = lower[at + 4..].trim_start_matches([' ', '=', ':', '#']);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Whether the traceback starting at `start` was printed by a logger (`logger.exception`),
+/// i.e. caught and reported rather than fatal.
+fn logged(s: &Stream<'_>, start: usize) -> bool {
+    start > 0 && {
+        let prev = s.lines[start - 1];
+        prev.ts.is_some() && matches!(prev.level, Some('E') | Some('W')) && !prev.text.contains("Traceback")
+    }
 }
 
 /// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
@@ -171,9 +208,12 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
     let ts = (first..=last).find_map(|i| s.lines.get(i).and_then(|l| l.ts));
     let location = Location { line: s.lines[first].no, end_line: s.lines[last.min(s.lines.len() - 1)].no };
     let role_op = rule.spec.matches[e.template].role_op.as_deref();
-    let finding = bind(pack, rule, ev, &frames, log, s.rank, location, role_op);
+    let rank = rank_at(s, e.first).or_else(|| tb.and_then(|t| rank_from_intro(s, t.start)));
+    let finding = bind(pack, rule, ev, &frames, log, rank, location, role_op);
     let key = dedupe_key(&finding);
-    Draft { collateral: rule.spec.collateral, recognized: true, ts, key, finding }
+    let handled = tb.is_some_and(|t| logged(s, t.start));
+    let per_rank = per_rank_of(&finding);
+    Draft { collateral: rule.spec.collateral, recognized: true, handled, ts, per_rank, reports: 1, key, finding }
 }
 
 /// Frames of a traceback and of the tracebacks nested in it (a DataLoader worker's).
@@ -239,7 +279,7 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
         title,
         role: Role::Independent,
         collateral_of: None,
-        rank: s.rank,
+        rank: rank_at(s, first).or_else(|| rank_from_intro(s, tb.start)),
         ranks: Vec::new(),
         confidence: Confidence::Possible,
         location: Location { line: s.lines[first].no, end_line: s.lines[last].no },
@@ -259,7 +299,13 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     };
     let key = dedupe_key(&finding);
     let ts = s.lines.get(first).and_then(|l| l.ts);
-    Some(Draft { finding, collateral: false, recognized: false, ts, key })
+    let handled = logged(s, tb.start);
+    let per_rank = per_rank_of(&finding);
+    Some(Draft { finding, collateral: false, recognized: false, handled, ts, per_rank, reports: 1, key })
+}
+
+fn per_rank_of(f: &Finding) -> Vec<(u32, Option<String>)> {
+    f.rank.map(|r| (r, f.evidence.get("failing_frame").map(render::value_text))).into_iter().collect()
 }
 
 /// Whitespace-normalised one-line text.
@@ -687,7 +733,7 @@ fn dedupe_key(f: &Finding) -> String {
 
 /// Merges the same failure reported by several ranks, assigns roles and orders the
 /// findings: initiating first, then in order of appearance.
-pub(crate) fn roles(drafts: Vec<Draft>) -> (Option<usize>, Vec<Finding>, Vec<TimelineEntry>) {
+pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, Vec<Finding>, Vec<TimelineEntry>) {
     // Merge duplicates across ranks (and repeated identical reports).
     let mut merged: Vec<Draft> = Vec::new();
     for d in drafts {
@@ -695,6 +741,8 @@ pub(crate) fn roles(drafts: Vec<Draft>) -> (Option<usize>, Vec<Finding>, Vec<Tim
             if let Some(r) = d.finding.rank {
                 m.finding.ranks.push(r);
             }
+            m.per_rank.extend(d.per_rank.iter().cloned());
+            m.reports += 1;
             if d.ts.is_some() && (m.ts.is_none() || d.ts < m.ts) && m.finding.rank.is_some() {
                 m.ts = m.ts.or(d.ts);
             }
@@ -730,11 +778,42 @@ pub(crate) fn roles(drafts: Vec<Draft>) -> (Option<usize>, Vec<Finding>, Vec<Tim
         }
         best
     };
-    let init = pick(&|d| !d.collateral && d.recognized)
-        .or_else(|| pick(&|d| !d.collateral))
-        .or_else(|| pick(&|d| d.collateral && !d.finding.evidence.contains_key("suspect_rank")))
+    let init = pick(&|d| !d.collateral && d.recognized && !d.handled)
+        .or_else(|| pick(&|d| !d.collateral && !d.handled))
+        .or_else(|| cascade(&merged))
+        .or_else(|| pick(&|d| d.collateral))
         .or_else(|| pick(&|_| true));
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
+    if only_collateral {
+        if let Some(i) = init {
+            let suspect = suspect_rank(&merged, i, ranks_seen);
+            if let Some(r) = suspect {
+                let f = &mut merged[i].finding;
+                f.rank = Some(r);
+                f.evidence.insert("suspect_rank".into(), Value::from(r));
+            }
+            // An exception a rank caught and logged before the echoes began is the
+            // likeliest origin: it is where that rank's code path diverged.
+            let origin = merged
+                .iter()
+                .position(|d| d.handled && !d.collateral && d.finding.rank.is_some() && d.finding.rank == suspect)
+                .or_else(|| merged.iter().position(|d| d.handled && !d.collateral && (d.finding.rank.is_none() || suspect.is_none())));
+            if let Some(o) = origin {
+                let src = merged[o].finding.evidence.clone();
+                let line = merged[o].finding.location.line;
+                let f = &mut merged[i].finding;
+                for k in ["failing_frame", "failing_code"] {
+                    if let Some(v) = src.get(k) {
+                        f.evidence.insert(k.into(), v.clone());
+                    }
+                }
+                if let Some(m) = src.get("message") {
+                    f.evidence.insert("origin_message".into(), m.clone());
+                }
+                f.missing.insert(0, format!("Whether the exception logged at line {line} (caught, then training went on) made this rank skip a collective the others entered"));
+            }
+        }
+    }
     let mut order: Vec<usize> = (0..merged.len()).collect();
     if let Some(i) = init {
         order.retain(|&k| k != i);
@@ -799,6 +878,49 @@ pub(crate) fn roles(drafts: Vec<Draft>) -> (Option<usize>, Vec<Finding>, Vec<Tim
         })
         .collect();
     (init.map(pos), out, timeline)
+}
+
+/// When only echoes are present: the collateral rule reported by the most ranks (the
+/// cascade), which best locates the failure. Returns its first report.
+fn cascade(merged: &[Draft]) -> Option<usize> {
+    let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
+    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && d.finding.family != "elastic-child-failed") {
+        let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
+        e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
+        e.1 += d.reports;
+    }
+    by_rule
+        .values()
+        .filter(|(rs, n, _)| rs.len() >= 2 || *n >= 2)
+        .max_by_key(|(rs, n, i)| (rs.len(), *n, std::cmp::Reverse(*i)))
+        .map(|(_, _, i)| *i)
+}
+
+/// The rank the echoes point at: the one rank whose report differs from all the others
+/// (it stood at another collective), else the one rank missing from the reports, else
+/// the launcher's root cause.
+fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
+    let id = &merged[i].finding.id;
+    let per_rank: Vec<&(u32, Option<String>)> = merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
+    let mut frames: BTreeMap<Option<String>, BTreeSet<u32>> = BTreeMap::new();
+    for (r, f) in &per_rank {
+        frames.entry(f.clone()).or_default().insert(*r);
+    }
+    let reporting: BTreeSet<u32> = per_rank.iter().map(|(r, _)| *r).collect();
+    if frames.len() == 2 && reporting.len() >= 3 {
+        if let Some((_, rs)) = frames.iter().find(|(_, rs)| rs.len() == 1) {
+            return rs.first().copied();
+        }
+    }
+    let absent: Vec<u32> = ranks_seen.iter().filter(|r| !reporting.contains(r)).copied().collect();
+    if absent.len() == 1 && !reporting.is_empty() {
+        return absent.first().copied();
+    }
+    // A rank that logged an exception and carried on, before the echoes.
+    if let Some(r) = merged.iter().find(|d| d.handled && !d.collateral).and_then(|d| d.finding.rank) {
+        return Some(r);
+    }
+    merged.iter().find(|m| m.finding.family == "elastic-child-failed").and_then(|m| m.finding.rank)
 }
 
 /// `[0,1,2,3,5,7]` → `0-3,5,7`.

@@ -217,6 +217,9 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
             s = rest;
         } else if let Ok((rest, ())) = misc_prefix(s) {
             s = rest;
+        } else if let Ok((rest, rank)) = template_prefix(s) {
+            line.rank.get_or_insert(rank);
+            s = rest;
         } else if line.rank.is_none() {
             if let Ok((rest, rank)) = srun_prefix(s) {
                 line.rank = Some(rank);
@@ -251,6 +254,22 @@ fn role_prefix(i: &str) -> IResult<&str, u32> {
         tag("]:"),
     )
         .parse(i)?;
+    Ok((rest, n))
+}
+
+/// A `--log-line-prefix-template` prefix: `node01:default:2| ` (fields joined by `:`,
+/// ending in the rank and `|`), or `[3]: text`.
+fn template_prefix(i: &str) -> IResult<&str, u32> {
+    let fields: IResult<&str, _> =
+        (take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, ':' | '.' | '_' | '-')), char('|'), opt(char(' '))).parse(i);
+    if let Ok((rest, (head, _, _))) = fields {
+        if let Some((_, n)) = head.rsplit_once(':') {
+            if let Ok(r) = n.parse::<u32>() {
+                return Ok((rest, r));
+            }
+        }
+    }
+    let (rest, (_, n, _, _)) = (char('['), small_int, tag("]: "), nom::combinator::peek(nom::character::complete::anychar)).parse(i)?;
     Ok((rest, n))
 }
 
@@ -432,6 +451,9 @@ mod tests {
             ("(RayWorkerWrapper pid=4009) [rank1]: boom", "boom", Some(1), None),
             ("[rank6]:W1101 02:43:39.336000 143 site-packages/torch/x.py:1] warn", "warn", Some(6), Some('W')),
             ("[0]:", "[0]:", None, None),
+            ("node01:default:2| [rank2]: Traceback", "Traceback", Some(2), None),
+            ("gpu-3:trainer:5| boom", "boom", Some(5), None),
+            ("[4]: RuntimeError: x", "RuntimeError: x", Some(4), None),
             ("step 50: loss=2.3", "step 50: loss=2.3", None, None),
         ];
         for (input, text, rank, level) in table {

@@ -5,5 +5,6 @@
 //!
 //! Messages themselves are matched by the rule templates ([`crate::template`]).
 
+pub mod elastic;
 pub mod pycall;
 pub mod traceback;
