@@ -23,7 +23,9 @@ fn main() {
         }
     }
     entries.sort();
-    let mut out = String::from("/// The built-in rule pack: (name, text) per file, sorted by name.\npub const BUILTIN: &[(&str, &str)] = &[\n");
+    let mut out = String::from(
+        "/// The built-in rule pack: (name, text) per file, sorted by name.\npub const BUILTIN: &[(&str, &str)] = &[\n",
+    );
     for (name, p) in &entries {
         let abs = fs::canonicalize(p).unwrap_or_else(|_| p.clone());
         out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", abs.display().to_string()));

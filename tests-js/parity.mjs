@@ -5,7 +5,8 @@
 //
 // Default inputs: every corpus log (../shared/corpus/*/log.txt, or $TORCHDX_CORPUS, when
 // the folder exists), every rule example (dumped by `torchdx rules examples --out DIR`)
-// and tests-js/fixtures/*.log.
+// and tests-js/fixtures/*.log; plus, for every rule, `torchdx explain ID --format json`
+// against explainJson(id) and `torchdx explain ID` against explainMarkdown(id).
 //
 // For each file, `torchdx diagnose --format json FILE` (stdout minus its final newline)
 // must equal, byte for byte:
@@ -146,6 +147,33 @@ for (const [label, files] of groups) {
   }
   console.log(`parity: ${label}: ${files.length - groupFailed}/${files.length} identical`);
 }
+// `explain`: every rule, as JSON (`explain ID --format json`) and Markdown (`explain ID`).
+if (!args.length) {
+  const list = spawnSync(bin, ["rules", "list"], { encoding: "utf8" });
+  const cliIds = list.stdout.split("\n").filter(Boolean).map((l) => l.split(/\s+/)[0]);
+  const ids = node.rules().map((r) => r.id);
+  let groupFailed = 0;
+  const check = (what, ok, detail) => {
+    if (ok) passed++;
+    else {
+      failed++;
+      groupFailed++;
+      console.log(`FAIL ${what}\n  ${detail}`);
+    }
+  };
+  check("rules(): the same ids as `torchdx rules list`", JSON.stringify(ids) === JSON.stringify(cliIds), `wasm ${ids.length} ids, CLI ${cliIds.length}`);
+  for (const id of ids) {
+    let json = spawnSync(bin, ["explain", id, "--format", "json"], { encoding: "utf8" }).stdout;
+    if (json.endsWith("\n")) json = json.slice(0, -1);
+    const md = spawnSync(bin, ["explain", id], { encoding: "utf8" }).stdout;
+    const wj = node.explainJson(id);
+    const wm = node.explainMarkdown(id);
+    check(`explain ${id}`, wj === json && wm === md && JSON.stringify(node.explain(id)) === JSON.stringify(JSON.parse(json)),
+      wj !== json ? `explainJson differs at ${firstDifference(json, wj ?? "")}` : `explainMarkdown differs at ${firstDifference(md, wm ?? "")}`);
+  }
+  console.log(`parity: explain: ${ids.length + 1 - groupFailed}/${ids.length + 1} identical`);
+}
+
 if (tmp) rmSync(tmp, { recursive: true, force: true });
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed || !passed ? 1 : 0);

@@ -1,1 +1,81 @@
+//! Every rule example is a test twice over: `rules check` semantics (it produces its
+//! declared finding and evidence, near misses stay quiet) and an insta snapshot of the
+//! report a person would read, so any change to a diagnosis shows up in review.
 
+use torchdx_core::check::{self, Status};
+use torchdx_core::{builtin_sources, format, Engine};
+
+#[test]
+fn builtin_pack_passes_rules_check() {
+    let report = check::check(&builtin_sources(), &[]);
+    let mut problems: Vec<String> = report.diagnostics.iter().map(|d| d.to_string()).collect();
+    for e in &report.examples {
+        if e.status != Status::Validated {
+            problems.push(format!("{}::{} is {:?}: {}", e.rule, e.name, e.status, e.diffs.join("; ")));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        report.examples.len()
+            >= 3 * report.examples.iter().map(|e| &e.rule).collect::<std::collections::BTreeSet<_>>().len()
+    );
+}
+
+#[test]
+fn every_rule_fires_on_one_of_its_examples_and_no_example_is_claimed_twice() {
+    let engine = Engine::builtin();
+    for rule in engine.pack().rules() {
+        let fired = rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::pack::Expect::Match).any(|e| {
+            let r = engine.diagnose(&e.log);
+            r.primary().is_some_and(|p| p.id == rule.id())
+        });
+        assert!(fired, "rule {} fires on none of its examples", rule.id());
+        for e in rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::pack::Expect::Match) {
+            let r = engine.diagnose(&e.log);
+            let claimants: Vec<&str> = r
+                .findings
+                .iter()
+                .filter(|f| f.role != torchdx_core::Role::Collateral && f.id != rule.id() && f.family != "other")
+                .map(|f| f.id.as_str())
+                .collect();
+            let primary = r.primary().map(|p| p.id.as_str());
+            assert_eq!(
+                primary,
+                Some(rule.id()),
+                "{}::{} claimed by {primary:?} (others: {claimants:?})",
+                rule.id(),
+                e.name
+            );
+        }
+    }
+}
+
+#[test]
+fn snapshots_of_every_example() {
+    let engine = Engine::builtin();
+    for (rule, name, log, _) in torchdx_tests::examples(&engine) {
+        let report = engine.diagnose(&log);
+        insta::with_settings!({
+            snapshot_path => "snapshots/examples",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => format!("rule {rule}, example {name}"),
+        }, {
+            insta::assert_snapshot!(format!("{rule}__{name}"), format::text(&report, false));
+        });
+    }
+}
+
+#[test]
+fn prefilter_never_hides_a_match() {
+    let engine = Engine::builtin();
+    let slow = Engine::builtin().without_prefilter();
+    for (rule, name, log, positive) in torchdx_tests::examples(&engine) {
+        if !positive {
+            continue;
+        }
+        let a = engine.diagnose(&log).to_json();
+        let b = slow.diagnose(&log).to_json();
+        assert_eq!(a, b, "{rule}::{name}: prefilter changed the report");
+    }
+}

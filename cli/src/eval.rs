@@ -12,12 +12,26 @@ use torchdx_core::{Engine, Finding};
 use crate::{out, Fail};
 
 /// Evidence keys the contract reserves (scored); other truth keys are informational.
-const SCORED: &[&str] = &["exception", "devices", "argument", "op", "kernel", "failing_frame", "failing_code", "initiating_rank"];
+const SCORED: &[&str] =
+    &["exception", "devices", "argument", "op", "kernel", "failing_frame", "failing_code", "initiating_rank"];
 
 const CULPRIT_KINDS: &[&str] = &[
-    "input-not-moved", "label-not-moved", "model-not-moved", "created-without-device", "unregistered-tensor-attribute",
-    "submodule-not-registered", "optimizer-state", "checkpoint-map-location", "index-tensor", "dataparallel-replica",
-    "wrong-local-rank", "generator", "hf-device-map", "meta-weights", "hardcoded-device", "library-internal-bug",
+    "input-not-moved",
+    "label-not-moved",
+    "model-not-moved",
+    "created-without-device",
+    "unregistered-tensor-attribute",
+    "submodule-not-registered",
+    "optimizer-state",
+    "checkpoint-map-location",
+    "index-tensor",
+    "dataparallel-replica",
+    "wrong-local-rank",
+    "generator",
+    "hf-device-map",
+    "meta-weights",
+    "hardcoded-device",
+    "library-internal-bug",
 ];
 
 const METRICS: [&str; 5] = ["family", "fields", "culprit", "rank", "cases"];
@@ -59,7 +73,10 @@ fn op_keys(s: &str) -> Vec<String> {
 
 fn op_match(want: &str, f: &Finding) -> bool {
     let w = op_keys(want);
-    let got: Vec<String> = ["op", "kernel"].iter().flat_map(|k| op_keys(f.evidence.get(*k).and_then(Value::as_str).unwrap_or(""))).collect();
+    let got: Vec<String> = ["op", "kernel"]
+        .iter()
+        .flat_map(|k| op_keys(f.evidence.get(*k).and_then(Value::as_str).unwrap_or("")))
+        .collect();
     w.iter().any(|k| got.contains(k))
 }
 
@@ -89,8 +106,14 @@ fn compare(key: &str, want: &toml::Value, f: &Finding) -> (bool, String) {
     match key {
         "exception" => (gs.rsplit('.').next() == ws.rsplit('.').next(), format!("{got:?}")),
         "devices" => {
-            let mut g: Vec<String> = got.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default();
-            let mut w: Vec<String> = want.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default();
+            let mut g: Vec<String> = got
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            let mut w: Vec<String> = want
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
             g.sort();
             w.sort();
             (g == w, format!("{g:?}"))
@@ -104,6 +127,13 @@ fn compare(key: &str, want: &toml::Value, f: &Finding) -> (bool, String) {
 
 fn toml_to_json(v: &toml::Value) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Counts one check of `metric`: slot 0 is passed, slot 1 is total.
+fn bump(tot: &mut BTreeMap<&str, [u32; 2]>, metric: &str, slot: usize) {
+    if let Some(t) = tot.get_mut(metric) {
+        t[slot] += 1;
+    }
 }
 
 fn empty(v: &toml::Value) -> bool {
@@ -143,9 +173,9 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         let got_family = p.map(|f| f.family.as_str()).unwrap_or("");
         let fam = per_family.entry(want_family.to_string()).or_default();
         fam[1] += 1;
-        tot.get_mut("family").map(|t| t[1] += 1);
+        bump(&mut tot, "family", 1);
         if want_family == got_family {
-            tot.get_mut("family").map(|t| t[0] += 1);
+            bump(&mut tot, "family", 0);
             fam[0] += 1;
         } else {
             fails.push(format!("family: want {want_family} got {got_family}"));
@@ -165,9 +195,9 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
                     continue;
                 }
                 let bucket = if k == "initiating_rank" { "rank" } else { "fields" };
-                tot.get_mut(bucket).map(|t| t[1] += 1);
+                bump(&mut tot, bucket, 1);
                 if ok {
-                    tot.get_mut(bucket).map(|t| t[0] += 1);
+                    bump(&mut tot, bucket, 0);
                 } else {
                     fails.push(format!("{k}: want {want} got {got}"));
                 }
@@ -178,7 +208,7 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
                     continue;
                 }
                 let bucket = if k == "initiating_rank" { "rank" } else { "fields" };
-                tot.get_mut(bucket).map(|t| t[1] += 1);
+                bump(&mut tot, bucket, 1);
                 fails.push(format!("{k}: want {want} got nothing"));
             }
         }
@@ -186,10 +216,10 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         let kind = tr.and_then(|t| t.get("culprit_kind")).and_then(|v| v.as_str());
         let conf = tr.and_then(|t| t.get("confidence")).and_then(|v| v.as_str()).unwrap_or("");
         if let Some(kind) = kind.filter(|k| CULPRIT_KINDS.contains(k) && (conf == "confirmed" || conf == "likely")) {
-            tot.get_mut("culprit").map(|t| t[1] += 1);
+            bump(&mut tot, "culprit", 1);
             let got = p.and_then(|f| f.culprit.as_ref()).map(|c| c.kind.as_str());
             if got == Some(kind) {
-                tot.get_mut("culprit").map(|t| t[0] += 1);
+                bump(&mut tot, "culprit", 0);
             } else {
                 fails.push(format!("culprit_kind: want {kind} got {got:?}"));
             }
@@ -199,9 +229,9 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
             certain_wrong += 1;
             fails.push("marked certain but wrong".into());
         }
-        tot.get_mut("cases").map(|t| t[1] += 1);
+        bump(&mut tot, "cases", 1);
         if fails.is_empty() {
-            tot.get_mut("cases").map(|t| t[0] += 1);
+            bump(&mut tot, "cases", 0);
         }
         if verbose {
             for f in &fails {

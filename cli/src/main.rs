@@ -150,7 +150,15 @@ pub(crate) fn read_rule_dir(dir: &Path) -> Result<Vec<(String, String)>, Fail> {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "toml") && p.is_file() {
                 let text = fs::read_to_string(&p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
-                let name = if prefix.is_empty() { p.display().to_string() } else { format!("{}/{}", dir.display(), format_args!("data/{}", p.file_name().unwrap_or_default().to_string_lossy())) };
+                let name = if prefix.is_empty() {
+                    p.display().to_string()
+                } else {
+                    format!(
+                        "{}/{}",
+                        dir.display(),
+                        format_args!("data/{}", p.file_name().unwrap_or_default().to_string_lossy())
+                    )
+                };
                 out.push((name, text));
             }
         }
@@ -273,7 +281,10 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
                 };
                 counts[i] += 1;
                 if e.status != Status::Validated {
-                    s.push_str(&format!("error: example `{}` of rule `{}` is {label}\n  --> {}:{}\n", e.name, e.rule, e.file, e.line));
+                    s.push_str(&format!(
+                        "error: example `{}` of rule `{}` is {label}\n  --> {}:{}\n",
+                        e.name, e.rule, e.file, e.line
+                    ));
                     for d in &e.diffs {
                         s.push_str(&format!("   = {d}\n"));
                     }
@@ -322,7 +333,8 @@ pub(crate) fn check_dir(dir: &Option<PathBuf>) -> Result<(check::CheckReport, us
             let files = read_rule_dir(&d)?;
             let srcs = sources(&files);
             // Checking the built-in folder itself, or an extra pack on top of it.
-            let builtin_dir = d.canonicalize().ok() == Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules").canonicalize().ok();
+            let builtin_dir =
+                d.canonicalize().ok() == Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules").canonicalize().ok();
             let base = if builtin_dir { Vec::new() } else { torchdx_core::builtin_sources() };
             Ok((check::check(&srcs, &base), files.len()))
         }

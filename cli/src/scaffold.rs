@@ -12,14 +12,32 @@ use crate::{check_dir, out, read_rule_dir, Fail};
 
 /// Canonical order of a rule file's top-level keys.
 const KEY_ORDER: &[&str] = &[
-    "id", "family", "title", "summary", "collateral", "priority", "confidence", "mechanism", "checklist", "fix", "verify",
-    "prevent", "missing", "next_action", "related", "culprit", "match", "case", "example",
+    "id",
+    "family",
+    "title",
+    "summary",
+    "collateral",
+    "priority",
+    "confidence",
+    "mechanism",
+    "checklist",
+    "fix",
+    "verify",
+    "prevent",
+    "missing",
+    "next_action",
+    "related",
+    "culprit",
+    "match",
+    "case",
+    "example",
 ];
 const EXAMPLE_ORDER: &[&str] = &["name", "expect", "source", "log", "evidence", "culprit_kind"];
 const MATCH_ORDER: &[&str] = &["template", "torch", "exception"];
 
 pub(crate) fn new_rule(id: &str, dir: &Path) -> Result<ExitCode, Fail> {
-    let valid = !id.is_empty() && id.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+    let valid = !id.is_empty()
+        && id.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
     if !valid {
         return Err(Fail(format!("rule id `{id}` must be kebab-case (lowercase words joined by `-`)")));
     }
@@ -85,7 +103,12 @@ RuntimeError: a similar message that is a different failure
     );
     fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
     fs::write(&path, text).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
-    out(&format!("wrote {}\nnext: edit it, then `torchdx rules test {} --bless` and `torchdx rules check {}`\n", path.display(), dir.display(), dir.display()))?;
+    out(&format!(
+        "wrote {}\nnext: edit it, then `torchdx rules test {} --bless` and `torchdx rules check {}`\n",
+        path.display(),
+        dir.display(),
+        dir.display()
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -122,7 +145,9 @@ pub(crate) fn test(dir: &Option<PathBuf>, bless: bool) -> Result<ExitCode, Fail>
                     if expect != "match" {
                         continue;
                     }
-                    let Some(run) = report.examples.iter().find(|r| r.file == name && r.name == ex_name) else { continue };
+                    let Some(run) = report.examples.iter().find(|r| r.file == name && r.name == ex_name) else {
+                        continue;
+                    };
                     if run.evidence.is_empty() {
                         continue;
                     }
@@ -146,7 +171,11 @@ pub(crate) fn test(dir: &Option<PathBuf>, bless: bool) -> Result<ExitCode, Fail>
         }
         s.push_str(&format!("blessed: rewrote the expected evidence in {written} files\n"));
     }
-    s.push_str(&format!("{} examples: {} passed, {failed} failed\n", report.examples.len(), report.examples.len() - failed));
+    s.push_str(&format!(
+        "{} examples: {} passed, {failed} failed\n",
+        report.examples.len(),
+        report.examples.len() - failed
+    ));
     out(&s)?;
     Ok(if failed == 0 || bless { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

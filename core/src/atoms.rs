@@ -44,10 +44,13 @@ pub fn device(i: &str) -> IResult<&str, String> {
         "XLA" => "xla",
         k => k,
     };
-    Ok((rest, match index {
-        Some(n) => format!("{kind}:{n}"),
-        None => kind.to_string(),
-    }))
+    Ok((
+        rest,
+        match index {
+            Some(n) => format!("{kind}:{n}"),
+            None => kind.to_string(),
+        },
+    ))
 }
 
 /// A legacy tensor type name, giving its device and dtype:
@@ -94,7 +97,11 @@ pub fn dtype(i: &str) -> IResult<&str, String> {
     let (rest, s) = alt((
         recognize((tag("torch."), ident)),
         recognize((tag("c10::"), ident)),
-        recognize((alt((tag("long"), tag("unsigned"), tag("signed"))), space0, alt((tag("long int"), tag("int"), tag("char"), tag("long"))))),
+        recognize((
+            alt((tag("long"), tag("unsigned"), tag("signed"))),
+            space0,
+            alt((tag("long int"), tag("int"), tag("char"), tag("long"))),
+        )),
         ident,
     ))
     .parse(i)?;
@@ -103,20 +110,14 @@ pub fn dtype(i: &str) -> IResult<&str, String> {
 
 /// A shape: `64x128`, `[64, 128]`, `torch.Size([64, 128])`, `[]`, `[64 x 128]`.
 pub fn shape(i: &str) -> IResult<&str, Vec<i64>> {
-    alt((
-        delimited(tag("torch.Size(["), dims_list, (tag("])"),)),
-        delimited(char('['), dims_list, char(']')),
-        dims_x,
-    ))
-    .parse(i)
+    alt((delimited(tag("torch.Size(["), dims_list, (tag("])"),)), delimited(char('['), dims_list, char(']')), dims_x))
+        .parse(i)
 }
 
 fn dims_list(i: &str) -> IResult<&str, Vec<i64>> {
-    let sep = alt((
-        recognize((multispace0, char(','), multispace0)),
-        recognize((multispace0, char('x'), multispace0)),
-    ));
-    let (rest, dims) = delimited(multispace0, separated_list0(sep, int), (multispace0, opt(char(',')), multispace0)).parse(i)?;
+    let sep = alt((recognize((multispace0, char(','), multispace0)), recognize((multispace0, char('x'), multispace0))));
+    let (rest, dims) =
+        delimited(multispace0, separated_list0(sep, int), (multispace0, opt(char(',')), multispace0)).parse(i)?;
     Ok((rest, dims))
 }
 
@@ -200,10 +201,9 @@ pub fn qualname(i: &str) -> IResult<&str, &str> {
 
 /// A file path without spaces (`../aten/src/ATen/native/cuda/Loss.cu`, `C:\x\y.py`).
 pub fn path(i: &str) -> IResult<&str, &str> {
-    let (_, p) = take_while1(|c: char| {
-        !c.is_whitespace() && !matches!(c, ',' | '"' | '\'' | '`' | ')' | '(' | '<' | '>')
-    })
-    .parse(i)?;
+    let (_, p) =
+        take_while1(|c: char| !c.is_whitespace() && !matches!(c, ',' | '"' | '\'' | '`' | ')' | '(' | '<' | '>'))
+            .parse(i)?;
     // A trailing `:` or `.` belongs to the sentence, not the path.
     let trimmed = p.trim_end_matches([':', '.']);
     if trimmed.is_empty() {

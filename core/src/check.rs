@@ -15,10 +15,37 @@ use crate::Engine;
 
 /// Evidence keys the engine provides to every rule's text, beyond its own captures.
 pub const ENGINE_KEYS: &[&str] = &[
-    "exception", "message", "failing_frame", "failing_code", "op", "kernel", "dispatch_key", "torch_versions",
-    "rank", "ranks", "dtypes", "devices", "argument", "culprit_expr", "culprit_kind", "culprit_summary",
-    "culprit_role", "target_device", "stray_device", "reference_expr", "fragmentation", "reserved_unallocated_bytes",
-    "code_target", "code_callee", "code_arg0", "code_arg1", "code_arg2", "common_device", "argument_device",
+    "exception",
+    "message",
+    "failing_frame",
+    "failing_code",
+    "op",
+    "kernel",
+    "dispatch_key",
+    "torch_versions",
+    "rank",
+    "ranks",
+    "dtypes",
+    "devices",
+    "argument",
+    "culprit_expr",
+    "culprit_kind",
+    "culprit_summary",
+    "culprit_role",
+    "target_device",
+    "stray_device",
+    "reference_expr",
+    "fragmentation",
+    "reserved_unallocated_bytes",
+    "reserved_unallocated",
+    "suspect_rank",
+    "code_target",
+    "code_callee",
+    "code_arg0",
+    "code_arg1",
+    "code_arg2",
+    "common_device",
+    "argument_device",
 ];
 
 /// One problem found in a rule file.
@@ -85,7 +112,9 @@ pub struct CheckReport {
 impl CheckReport {
     /// Whether nothing failed (and at least one example ran).
     pub fn ok(&self) -> bool {
-        self.diagnostics.is_empty() && !self.examples.is_empty() && self.examples.iter().all(|e| e.status == Status::Validated)
+        self.diagnostics.is_empty()
+            && !self.examples.is_empty()
+            && self.examples.iter().all(|e| e.status == Status::Validated)
     }
 }
 
@@ -120,7 +149,12 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
             Err(e) => out.diagnostics.push(pack_diag(e, hint_for_toml(src))),
             Ok(rule) => {
                 if let Some(prev) = ids.insert(rule.id().to_string(), src.name.to_string()) {
-                    out.diagnostics.push(diag(src, rule.spec.id.span().start, format!("duplicate rule id `{}` (also in {prev})", rule.id()), None));
+                    out.diagnostics.push(diag(
+                        src,
+                        rule.spec.id.span().start,
+                        format!("duplicate rule id `{}` (also in {prev})", rule.id()),
+                        None,
+                    ));
                     continue;
                 }
                 check_text(src, &rule, &mut out.diagnostics);
@@ -143,7 +177,12 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
         let src = RuleSource { name: &r.source_name, text: &r.source_text };
         for rel in &r.spec.related {
             if !ids.contains(rel.get_ref().as_str()) {
-                out.diagnostics.push(diag(&src, rel.span().start, format!("related rule `{}` does not exist", rel.get_ref()), Some("`related` must name ids of rules in the pack")));
+                out.diagnostics.push(diag(
+                    &src,
+                    rel.span().start,
+                    format!("related rule `{}` does not exist", rel.get_ref()),
+                    Some("`related` must name ids of rules in the pack"),
+                ));
             }
         }
     }
@@ -152,7 +191,12 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
     for rule in engine.pack().rules().iter().filter(|r| ours.contains(r.source_name.as_str())) {
         let src = RuleSource { name: &rule.source_name, text: &rule.source_text };
         if rule.spec.examples.is_empty() {
-            out.diagnostics.push(diag(&src, 0, format!("rule `{}` has no examples", rule.id()), Some("add at least two `expect = \"match\"` and one `expect = \"no-match\"` [[example]]")));
+            out.diagnostics.push(diag(
+                &src,
+                0,
+                format!("rule `{}` has no examples", rule.id()),
+                Some("add at least two `expect = \"match\"` and one `expect = \"no-match\"` [[example]]"),
+            ));
             continue;
         }
         let mut any_match = false;
@@ -166,10 +210,23 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
         let positives = rule.spec.examples.iter().filter(|e| e.expect == Expect::Match).count();
         let negatives = rule.spec.examples.len() - positives;
         if positives < 2 || negatives < 1 {
-            out.diagnostics.push(diag(&src, 0, format!("rule `{}` has {positives} match and {negatives} no-match examples; it needs at least 2 and 1", rule.id()), None));
+            out.diagnostics.push(diag(
+                &src,
+                0,
+                format!(
+                    "rule `{}` has {positives} match and {negatives} no-match examples; it needs at least 2 and 1",
+                    rule.id()
+                ),
+                None,
+            ));
         }
         if !any_match && positives > 0 {
-            out.diagnostics.push(diag(&src, 0, format!("rule `{}` matches none of its examples", rule.id()), Some("run `torchdx rules test` to see what each example produced")));
+            out.diagnostics.push(diag(
+                &src,
+                0,
+                format!("rule `{}` matches none of its examples", rule.id()),
+                Some("run `torchdx rules test` to see what each example produced"),
+            ));
         }
     }
     out
@@ -205,7 +262,12 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
         texts.extend(c.expr.as_deref());
     }
     for c in &s.cases {
-        texts.extend([&c.title, &c.mechanism, &c.fix, &c.verify, &c.prevent, &c.next_action].into_iter().flatten().map(String::as_str));
+        texts.extend(
+            [&c.title, &c.mechanism, &c.fix, &c.verify, &c.prevent, &c.next_action]
+                .into_iter()
+                .flatten()
+                .map(String::as_str),
+        );
         texts.extend(c.checklist.iter().flatten().map(String::as_str));
         texts.extend(c.missing.iter().flatten().map(String::as_str));
         if let Some(cu) = &c.culprit {
@@ -237,7 +299,8 @@ fn locate(hay: &str, needle: &str) -> Option<usize> {
 /// Runs one example against the whole pack.
 pub fn run_example(engine: &Engine, rule: &Rule, ex: &pack::Example) -> ExampleRun {
     let report = engine.diagnose(&ex.log);
-    let line = rule.source_text.find(&format!("\"{}\"", ex.name)).map(|o| line_col(&rule.source_text, o).0).unwrap_or(1);
+    let line =
+        rule.source_text.find(&format!("\"{}\"", ex.name)).map(|o| line_col(&rule.source_text, o).0).unwrap_or(1);
     let mut diffs = Vec::new();
     let primary = report.primary();
     let evidence = primary.filter(|p| p.id == rule.id()).map(|p| p.evidence.clone()).unwrap_or_default();
@@ -250,7 +313,10 @@ pub fn run_example(engine: &Engine, rule: &Rule, ex: &pack::Example) -> ExampleR
                     for (k, want) in &ex.evidence {
                         let got = p.evidence.get(k);
                         if got != Some(want) {
-                            diffs.push(format!("evidence.{k}: want {want}, got {}", got.map(|g| g.to_string()).unwrap_or_else(|| "nothing".into())));
+                            diffs.push(format!(
+                                "evidence.{k}: want {want}, got {}",
+                                got.map(|g| g.to_string()).unwrap_or_else(|| "nothing".into())
+                            ));
                         }
                     }
                     if let Some(kind) = &ex.culprit_kind {

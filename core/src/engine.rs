@@ -18,10 +18,11 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde_json::Value;
 
 use crate::grammar::traceback::{self, Traceback};
-use crate::ingest::{self, Line};
 use crate::infer;
+use crate::ingest::Line;
 use crate::pack::{Pack, PackError, Rule, RuleSource};
 use crate::report::{Input, Report, SCHEMA};
+use crate::stream::{Diagnoser, Kept};
 use crate::template::Match;
 
 mod builtin {
@@ -41,7 +42,17 @@ pub struct Engine {
     /// For each prefilter pattern: the (rule, template) pairs anchored on it.
     anchors: Vec<Vec<(usize, usize)>>,
     use_prefilter: bool,
+    /// Texts rules ask about anywhere in the log (`log_contains`), searched on every line.
+    needles: Vec<String>,
+    needle_ac: AhoCorasick,
 }
+
+/// Texts inference itself asks about anywhere in the log.
+const INFER_NEEDLES: &[&str] = &["load_state_dict", "LOCAL_RANK", "local_rank", "init_process_group"];
+
+/// A blank line marking a gap between retained windows of one stream.
+static GAP: Line =
+    Line { no: 0, text: String::new(), rank: None, ts: None, level: None, truncated: false, logger: false };
 
 /// One template match, placed in its stream.
 #[derive(Clone, Debug)]
@@ -65,6 +76,8 @@ pub(crate) struct Stream<'l> {
     pub events: Vec<Event>,
     /// Entries of torchrun `ChildFailedError` summaries in this stream.
     pub elastic: Vec<crate::grammar::elastic::Entry>,
+    /// Offset of each line in the stream's joined text.
+    pub starts: Vec<usize>,
 }
 
 impl Engine {
@@ -106,7 +119,18 @@ impl Engine {
             .match_kind(MatchKind::Standard)
             .build(&patterns)
             .expect("anchors are short literals: the automaton always builds");
-        Engine { pack, prefilter, anchors, use_prefilter: true }
+        let mut needles: Vec<String> = INFER_NEEDLES.iter().map(|s| s.to_string()).collect();
+        for r in pack.rules() {
+            for c in &r.spec.cases {
+                for n in &c.when.log_contains {
+                    if !n.is_empty() && !needles.contains(n) {
+                        needles.push(n.clone());
+                    }
+                }
+            }
+        }
+        let needle_ac = AhoCorasick::new(&needles).expect("needles are literals: the automaton always builds");
+        Engine { pack, prefilter, anchors, use_prefilter: true, needles, needle_ac }
     }
 
     /// Turns the prefilter off (every position is tried): for differential tests that
@@ -127,31 +151,69 @@ impl Engine {
     }
 
     /// Diagnoses a log given as bytes (invalid UTF-8 is replaced, line numbers kept).
+    /// The same as streaming it in one chunk.
     pub fn diagnose_bytes(&self, bytes: &[u8]) -> Report {
-        let lines = ingest::lines(bytes);
-        self.diagnose_lines(bytes.len() as u64, &lines)
+        let mut d = self.stream();
+        d.feed(bytes);
+        d.finish()
     }
 
-    /// Diagnoses already-cleaned lines (the streaming front end feeds this).
-    pub fn diagnose_lines(&self, nbytes: u64, lines: &[Line]) -> Report {
-        let mut ranks: Vec<u32> = lines.iter().filter_map(|l| l.rank).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        let input = Input { bytes: nbytes, lines: lines.last().map(|l| l.no as u64).unwrap_or(0), ranks };
-        let streams = self.streams(lines);
-        let findings = infer::findings(self, &streams, lines);
+    /// Starts an incremental diagnosis: feed chunks of any size, then finish.
+    pub fn stream(&self) -> Diagnoser<'_> {
+        Diagnoser::new(self)
+    }
+
+    pub(crate) fn has_anchor(&self, text: &str) -> bool {
+        !self.use_prefilter || self.prefilter.is_match(text)
+    }
+
+    pub(crate) fn needle_count(&self) -> usize {
+        self.needles.len()
+    }
+
+    pub(crate) fn mark_needles(&self, text: &str, seen: &mut [bool]) {
+        for m in self.needle_ac.find_overlapping_iter(text) {
+            seen[m.pattern().as_usize()] = true;
+        }
+    }
+
+    /// Whether a needle was seen, given the flags a [`Diagnoser`] collected.
+    pub(crate) fn needle_seen(&self, seen: &[bool], needle: &str) -> bool {
+        self.needles.iter().position(|n| n == needle).is_some_and(|i| seen.get(i).copied().unwrap_or(false))
+    }
+
+    /// Diagnoses the windows a [`Diagnoser`] retained.
+    pub(crate) fn diagnose_kept(
+        &self,
+        nbytes: u64,
+        nlines: u32,
+        ranks: Vec<u32>,
+        kept: Vec<Kept>,
+        seen: &[bool],
+    ) -> Report {
+        let input = Input { bytes: nbytes, lines: u64::from(nlines), ranks };
+        let streams = self.streams(&kept);
+        let log = infer::LogText { engine: self, seen, distributed: !input.ranks.is_empty() };
+        let findings = infer::findings(self, &streams, &log);
         let (initiating, findings, timeline) = infer::roles(findings, &input.ranks);
         Report { schema: SCHEMA.to_string(), input, initiating, findings, timeline }
     }
 
-    /// Regroups lines per stream and parses each.
-    fn streams<'l>(&self, lines: &'l [Line]) -> Vec<Stream<'l>> {
+    /// Regroups lines per stream (a blank line marks a gap between windows) and parses each.
+    fn streams<'l>(&self, kept: &'l [Kept]) -> Vec<Stream<'l>> {
         let mut order: Vec<Option<u32>> = Vec::new();
         let mut groups: BTreeMap<Option<u32>, Vec<&'l Line>> = BTreeMap::new();
-        for l in lines {
+        let mut last_seq: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+        for k in kept {
+            let l = &k.line;
             let g = groups.entry(l.rank).or_default();
             if g.is_empty() {
                 order.push(l.rank);
+            }
+            if let Some(prev) = last_seq.insert(l.rank, k.seq) {
+                if k.seq != prev + 1 {
+                    g.push(&GAP);
+                }
             }
             g.push(l);
         }
@@ -176,7 +238,7 @@ impl Engine {
         }
         let events = self.match_events(&hay, &starts, &tracebacks);
         let elastic = if hay.contains("local_rank") { crate::grammar::elastic::entries(&texts) } else { Vec::new() };
-        Stream { rank, lines, tracebacks, events, elastic }
+        Stream { rank, lines, tracebacks, events, elastic, starts }
     }
 
     /// Runs the templates at the prefilter's hits and keeps the best non-overlapping
@@ -190,10 +252,9 @@ impl Engine {
             let first = line_of(starts, m.start);
             let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
             let tb = owning_traceback(tbs, first);
-            if let Some(tbi) = tb {
-                if in_frames(&tbs[tbi], first) {
-                    return;
-                }
+            // Frame and source lines quote code (`raise RuntimeError(f"...")`), not messages.
+            if tbs.iter().any(|t| in_frames(t, first)) {
+                return;
             }
             cands.push(Event { rule: ri, template: ti, m, first, last, tb });
         };
@@ -223,11 +284,12 @@ impl Engine {
             if spec.exception.is_empty() {
                 return true;
             }
-            let class = e.tb.and_then(|t| tbs[t].exception.as_ref()).map(|x| x.short_class().to_string()).or_else(|| {
-                let line_start = starts[e.first];
-                let before = &hay[line_start..e.m.start];
-                traceback::exception_line(before.trim()).map(|(c, _)| c.rsplit('.').next().unwrap_or(c).to_string())
-            });
+            let class =
+                e.tb.and_then(|t| tbs[t].exception.as_ref()).map(|x| x.short_class().to_string()).or_else(|| {
+                    let line_start = starts[e.first];
+                    let before = &hay[line_start..e.m.start];
+                    traceback::class_before(before).map(|c| c.rsplit('.').next().unwrap_or(c).to_string())
+                });
             class.is_some_and(|c| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(c.as_str())))
         });
         // Conditions on a match's own captures.
@@ -254,6 +316,13 @@ impl Engine {
         }
         kept.sort_by_key(|e| e.m.start);
         kept
+    }
+}
+
+impl Stream<'_> {
+    /// Offset in the stream's text where line `i` starts.
+    pub(crate) fn line_start(&self, i: usize) -> usize {
+        self.starts.get(i).copied().unwrap_or(0)
     }
 }
 
@@ -285,8 +354,8 @@ fn owning_traceback(tbs: &[Traceback], line: usize) -> Option<usize> {
 
 /// Whether `line` is a frame or source line of the traceback (not its message).
 fn in_frames(tb: &Traceback, line: usize) -> bool {
-    let first_msg = tb.exception.as_ref().map(|e| e.first).unwrap_or(usize::MAX);
-    tb.start <= line && line < first_msg && tb.frames.iter().any(|f| f.at <= line)
+    let end = tb.exception.as_ref().map(|e| e.first).unwrap_or(tb.end + 1);
+    tb.start < line && line < end && tb.frames.first().is_some_and(|f| f.at <= line)
 }
 
 /// Evidence values captured by one match, merged into a map (`name[]` keys append).

@@ -9,7 +9,8 @@ use crate::render::value_text;
 use crate::report::{Finding, Report, Role};
 
 /// Evidence keys shown first, in this order; the rest follow alphabetically.
-const KEY_ORDER: &[&str] = &["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
+const KEY_ORDER: &[&str] =
+    &["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
 
 fn ordered_evidence(f: &Finding) -> Vec<(&str, String)> {
     let mut out: Vec<(&str, String)> = Vec::new();
@@ -85,8 +86,22 @@ pub fn text(report: &Report, color: bool) -> String {
             Role::Collateral => "collateral",
         };
         let w = who(f);
-        let _ = writeln!(o, "{} {} [{}]{}", st.red("●"), st.bold(&f.title), f.id, if w.is_empty() { String::new() } else { format!(" on {w}") });
-        let _ = writeln!(o, "  {}", st.dim(&format!("{tag}, {:?} confidence, lines {}-{}", f.confidence, f.location.line, f.location.end_line).to_lowercase()));
+        let _ = writeln!(
+            o,
+            "{} {} [{}]{}",
+            st.red("●"),
+            st.bold(&f.title),
+            f.id,
+            if w.is_empty() { String::new() } else { format!(" on {w}") }
+        );
+        let _ = writeln!(
+            o,
+            "  {}",
+            st.dim(
+                &format!("{tag}, {:?} confidence, lines {}-{}", f.confidence, f.location.line, f.location.end_line)
+                    .to_lowercase()
+            )
+        );
         if let Some(c) = &f.culprit {
             let _ = writeln!(o, "\n  {} {}", st.bold("Culprit:"), c.summary);
         }
@@ -119,7 +134,14 @@ pub fn text(report: &Report, color: bool) -> String {
         let _ = writeln!(o, "\n{}", st.bold("Collateral (echoes of the failure above)"));
         for f in collateral {
             let w = who(f);
-            let _ = writeln!(o, "  - {} [{}]{} line {}", f.title, f.id, if w.is_empty() { String::new() } else { format!(" {w},") }, f.location.line);
+            let _ = writeln!(
+                o,
+                "  - {} [{}]{} line {}",
+                f.title,
+                f.id,
+                if w.is_empty() { String::new() } else { format!(" {w},") },
+                f.location.line
+            );
         }
     }
     if report.timeline.len() > 1 {
@@ -140,8 +162,13 @@ pub fn markdown(report: &Report) -> String {
     }
     for f in &report.findings {
         let w = who(f);
-        let _ = writeln!(o, "## {} (`{}`{})\n", f.title, f.id, if w.is_empty() { String::new() } else { format!(", {w}") });
-        let _ = writeln!(o, "*{:?}, {:?} confidence, lines {}–{}*\n", f.role, f.confidence, f.location.line, f.location.end_line);
+        let _ =
+            writeln!(o, "## {} (`{}`{})\n", f.title, f.id, if w.is_empty() { String::new() } else { format!(", {w}") });
+        let _ = writeln!(
+            o,
+            "*{:?}, {:?} confidence, lines {}–{}*\n",
+            f.role, f.confidence, f.location.line, f.location.end_line
+        );
         if f.role == Role::Collateral {
             continue;
         }
@@ -180,11 +207,21 @@ pub fn explain_markdown(rule: &Rule) -> String {
     let s = &rule.spec;
     let mut o = String::new();
     let _ = writeln!(o, "# {}: {}\n", rule.id(), s.title);
-    let _ = writeln!(o, "Family: `{}`{}\n", rule.family(), if s.collateral { " (usually collateral: the echo of a failure elsewhere)" } else { "" });
+    let _ = writeln!(
+        o,
+        "Family: `{}`{}\n",
+        rule.family(),
+        if s.collateral { " (usually collateral: the echo of a failure elsewhere)" } else { "" }
+    );
     let _ = writeln!(o, "{}\n", s.summary);
     let _ = writeln!(o, "## Messages\n");
     for m in &s.matches {
-        let _ = writeln!(o, "- `{}`{}", m.template.get_ref().replace('`', "'"), m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default());
+        let _ = writeln!(
+            o,
+            "- `{}`{}",
+            m.template.get_ref().replace('`', "'"),
+            m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default()
+        );
     }
     let _ = writeln!(o, "\n## Mechanism\n\n{}\n", s.mechanism.trim());
     let _ = writeln!(o, "## Checklist\n");
@@ -216,7 +253,12 @@ pub fn explain_markdown(rule: &Rule) -> String {
             conds.extend(w.log_contains.iter().map(|k| format!("the log shows \"{k}\"")));
             conds.extend(w.exception.iter().map(|k| format!("raised as `{k}`")));
             let what = c.title.as_deref().or(c.fix.as_deref()).unwrap_or("different advice");
-            let _ = writeln!(o, "- When {}: {}", if conds.is_empty() { "always".into() } else { conds.join(", ") }, first_line(what));
+            let _ = writeln!(
+                o,
+                "- When {}: {}",
+                if conds.is_empty() { "always".into() } else { conds.join(", ") },
+                first_line(what)
+            );
         }
         let _ = writeln!(o);
     }
@@ -226,7 +268,13 @@ pub fn explain_markdown(rule: &Rule) -> String {
     }
     let _ = writeln!(o, "## Examples\n");
     for e in &s.examples {
-        let _ = writeln!(o, "### {} ({})\n\n```text\n{}\n```\n", e.name, if e.expect == crate::pack::Expect::Match { "diagnosed" } else { "not this rule" }, e.log.trim_end());
+        let _ = writeln!(
+            o,
+            "### {} ({})\n\n```text\n{}\n```\n",
+            e.name,
+            if e.expect == crate::pack::Expect::Match { "diagnosed" } else { "not this rule" },
+            e.log.trim_end()
+        );
     }
     o
 }
@@ -235,10 +283,14 @@ fn first_line(s: &str) -> &str {
     s.trim().lines().next().unwrap_or("")
 }
 
-/// Greedy word wrap.
+/// Greedy word wrap; single line breaks in rule prose are soft, blank lines separate
+/// paragraphs.
 fn wrap(s: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
-    for para in s.lines() {
+    for (i, para) in s.trim().split("\n\n").enumerate() {
+        if i > 0 {
+            out.push(String::new());
+        }
         let mut line = String::new();
         for w in para.split_whitespace() {
             if !line.is_empty() && line.len() + 1 + w.len() > width {

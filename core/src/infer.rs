@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::engine::{captures_to_evidence, Engine, Event, Stream};
 use crate::grammar::pycall;
 use crate::grammar::traceback::{Frame, Traceback};
-use crate::ingest::{Line, Timestamp};
+use crate::ingest::Timestamp;
 use crate::pack::{CaseSpec, Confidence, CulpritSpec, Pack, Rule, When};
 use crate::render::{self, Context};
 use crate::report::{Culprit, Evidence, Finding, Location, Role, TimelineEntry};
@@ -52,7 +52,7 @@ fn rank_at(s: &Stream<'_>, line: usize) -> Option<u32> {
 fn rank_from_intro(s: &Stream<'_>, start: usize) -> Option<u32> {
     let prev_line = s.lines.get(start.checked_sub(1)?)?;
     // Only a logger line (timestamp and level), not a training print like `[rank 0] step 3`.
-    if prev_line.ts.is_none() || prev_line.level.is_none() {
+    if !prev_line.logger || prev_line.level.is_none() {
         return None;
     }
     let prev = &prev_line.text;
@@ -68,14 +68,13 @@ fn rank_from_intro(s: &Stream<'_>, start: usize) -> Option<u32> {
 fn logged(s: &Stream<'_>, start: usize) -> bool {
     start > 0 && {
         let prev = s.lines[start - 1];
-        prev.ts.is_some() && matches!(prev.level, Some('E') | Some('W')) && !prev.text.contains("Traceback")
+        prev.logger && matches!(prev.level, Some('E') | Some('W')) && !prev.text.contains("Traceback")
     }
 }
 
 /// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
-pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], all: &[Line]) -> Vec<Draft> {
+pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], log: &LogText<'_>) -> Vec<Draft> {
     let pack = engine.pack();
-    let log = LogText { lines: all };
     let mut drafts = Vec::new();
     let mut chosen: Vec<BTreeMap<usize, Event>> = Vec::new();
     let mut loose: Vec<(usize, Event)> = Vec::new();
@@ -130,11 +129,11 @@ pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], all: &[Line]) ->
     }
     for (si, m) in chosen.iter().enumerate() {
         for e in m.values() {
-            drafts.push(from_event(pack, &streams[si], e, &log));
+            drafts.push(from_event(pack, &streams[si], e, log));
         }
     }
     for (si, e) in &unmerged {
-        drafts.push(from_event(pack, &streams[*si], e, &log));
+        drafts.push(from_event(pack, &streams[*si], e, log));
     }
     for (si, s) in streams.iter().enumerate() {
         let chains: BTreeSet<usize> = s.tracebacks.iter().map(|t| t.chain).collect();
@@ -151,23 +150,27 @@ pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], all: &[Line]) ->
     drafts
 }
 
-/// Adds `from`'s captures whose keys `into` lacks.
+/// Adds `from`'s captures whose keys `into` lacks (all elements of a list).
 fn merge_captures(into: &mut Event, from: &Event) {
+    let present: BTreeSet<String> = into.m.captures.iter().map(|(k, _)| k.clone()).collect();
     for (k, v) in &from.m.captures {
-        if !into.m.captures.iter().any(|(k2, _)| k2 == k) {
+        if !present.contains(k) {
             into.m.captures.push((k.clone(), v.clone()));
         }
     }
 }
 
-/// Gives access to the whole log's text for `log_contains` conditions.
-struct LogText<'a> {
-    lines: &'a [Line],
+/// What is known about the whole log beyond the retained windows: which of the
+/// engine's needles occurred anywhere, and whether ranks were seen.
+pub(crate) struct LogText<'a> {
+    pub engine: &'a Engine,
+    pub seen: &'a [bool],
+    pub distributed: bool,
 }
 
 impl LogText<'_> {
     fn contains(&self, needle: &str) -> bool {
-        self.lines.iter().any(|l| l.text.contains(needle))
+        self.engine.needle_seen(self.seen, needle)
     }
 }
 
@@ -185,14 +188,17 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
         ev.insert("exception".into(), Value::from(x.short_class()));
         ev.insert("message".into(), Value::from(clip(&flatten(&x.message))));
     } else {
+        // A message outside a parsed traceback: the class is what precedes it on its
+        // line (a one-line paste, an application log line), the message what follows.
         let line = &s.lines[e.first].text;
-        if let Some((class, msg)) = crate::grammar::traceback::exception_line(line.trim()) {
+        let col = e.m.start.saturating_sub(s.line_start(e.first)).min(line.len());
+        let col = (0..=col).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
+        if let Some(class) = crate::grammar::traceback::class_before(&line[..col]) {
             ev.insert("exception".into(), Value::from(class.rsplit('.').next().unwrap_or(class)));
-            ev.insert("message".into(), Value::from(clip(&flatten(msg))));
-        } else {
-            let text: Vec<&str> = (e.first..=e.last).map(|i| s.lines[i].text.trim()).collect();
-            ev.insert("message".into(), Value::from(clip(&flatten(&text.join("\n")))));
         }
+        let mut text: Vec<&str> = vec![line[col..].trim()];
+        text.extend((e.first + 1..=e.last).map(|i| s.lines[i].text.trim()));
+        ev.insert("message".into(), Value::from(clip(&flatten(&text.join("\n")))));
     }
     let frames: Vec<&Frame> = tb.map(|t| chain_frames(s, t)).unwrap_or_default();
     if let Some(f) = user_frame(s, tb) {
@@ -339,7 +345,7 @@ pub(crate) fn derive(ev: &mut Evidence) {
     match (dev(ev, "argument_device"), dev(ev, "common_device")) {
         (Some(a), Some(c)) => {
             if !ev.contains_key("devices") {
-                    ev.insert("devices".into(), Value::from(vec![a, c]));
+                ev.insert("devices".into(), Value::from(vec![a, c]));
             }
         }
         _ => {
@@ -352,7 +358,9 @@ pub(crate) fn derive(ev: &mut Evidence) {
         }
     }
     // `but device 1 does not equal 0`: CUDA device indices.
-    if let (Some(a), Some(b)) = (ev.get("device_index_a").and_then(Value::as_i64), ev.get("device_index_b").and_then(Value::as_i64)) {
+    if let (Some(a), Some(b)) =
+        (ev.get("device_index_a").and_then(Value::as_i64), ev.get("device_index_b").and_then(Value::as_i64))
+    {
         ev.entry("devices".into()).or_insert(Value::from(vec![format!("cuda:{a}"), format!("cuda:{b}")]));
         ev.remove("device_index_a");
         ev.remove("device_index_b");
@@ -360,7 +368,8 @@ pub(crate) fn derive(ev: &mut Evidence) {
     // CUDA heap fragmentation: reserved-but-unallocated memory that is large relative
     // to the GPU makes `expandable_segments` the right advice.
     let get = |k: &str| ev.get(k).and_then(Value::as_u64);
-    let unalloc = get("unallocated_bytes").or_else(|| Some(get("reserved_bytes")?.saturating_sub(get("allocated_bytes")?)));
+    let unalloc =
+        get("unallocated_bytes").or_else(|| Some(get("reserved_bytes")?.saturating_sub(get("allocated_bytes")?)));
     if let (Some(u), Some(total)) = (unalloc, get("total_bytes")) {
         let tried = get("tried_bytes").unwrap_or(0);
         // Large: a tenth of the card, or enough to serve the request and a
@@ -368,6 +377,40 @@ pub(crate) fn derive(ev: &mut Evidence) {
         let high = total > 0 && (u * 10 >= total || (tried > 0 && u >= tried && u * 20 >= total));
         ev.insert("fragmentation".into(), Value::from(if high { "high" } else { "low" }));
         ev.insert("reserved_unallocated_bytes".into(), Value::from(u));
+        ev.insert("reserved_unallocated".into(), Value::from(human_bytes(u)));
+    }
+}
+
+/// A device written as a literal argument: `"cpu"`, `'cuda:1'`, `torch.device("cuda", 0)`.
+fn device_literal(arg: &str) -> Option<String> {
+    let a = arg.trim();
+    let inner = a.strip_prefix("torch.device(").and_then(|x| x.strip_suffix(')')).unwrap_or(a);
+    let mut parts = inner.split(',').map(|p| p.trim().trim_matches(['"', '\'']));
+    let kind = parts.next()?;
+    let idx = parts.next().filter(|i| i.chars().all(|c| c.is_ascii_digit()) && !i.is_empty());
+    let text = match idx {
+        Some(i) => format!("{kind}:{i}"),
+        None => kind.to_string(),
+    };
+    let quoted = a.starts_with('"') || a.starts_with('\'') || a.starts_with("torch.device(");
+    match crate::atoms::device(&text) {
+        Ok(("", d)) if quoted => Some(d),
+        _ => None,
+    }
+}
+
+/// Bytes as the CUDA allocator prints them: `512.00 KiB`, `20.00 MiB`, `1.25 GiB`.
+pub fn human_bytes(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if n <= 1024 {
+        format!("{n} bytes")
+    } else if f <= K * K {
+        format!("{:.2} KiB", f / K)
+    } else if f <= K * K * K {
+        format!("{:.2} MiB", f / (K * K))
+    } else {
+        format!("{:.2} GiB", f / (K * K * K))
     }
 }
 
@@ -378,7 +421,9 @@ pub fn split_kernel(k: &str) -> (Option<&str>, String) {
         return (None, k.to_string());
     };
     let (key, rest) = match rest.split_once('_') {
-        Some((key, r)) if !key.is_empty() && key.chars().next().is_some_and(|c| c.is_ascii_uppercase()) => (Some(key), r),
+        Some((key, r)) if !key.is_empty() && key.chars().next().is_some_and(|c| c.is_ascii_uppercase()) => {
+            (Some(key), r)
+        }
         _ => (None, rest),
     };
     let op = match rest.strip_prefix('_') {
@@ -390,7 +435,16 @@ pub fn split_kernel(k: &str) -> (Option<&str>, String) {
 
 /// Rule text bound to the evidence: culprit, case, placeholders.
 #[allow(clippy::too_many_arguments)]
-fn bind(pack: &Pack, rule: &Rule, mut ev: Evidence, frames: &[&Frame], log: &LogText<'_>, rank: Option<u32>, location: Location, role_op: Option<&str>) -> Finding {
+fn bind(
+    pack: &Pack,
+    rule: &Rule,
+    mut ev: Evidence,
+    frames: &[&Frame],
+    log: &LogText<'_>,
+    rank: Option<u32>,
+    location: Location,
+    role_op: Option<&str>,
+) -> Finding {
     let mut ctx: Context = ev.clone();
     // A rank the message itself names (a launcher's root-cause block) stands in for
     // the stream's when the line carried no rank prefix.
@@ -399,8 +453,26 @@ fn bind(pack: &Pack, rule: &Rule, mut ev: Evidence, frames: &[&Frame], log: &Log
         ctx.insert("rank".into(), Value::from(r));
     }
     // The failing line's outermost call, for rule text (`{code_arg1}` is the loss target).
-    if let Some(code) = ev.get("failing_code").and_then(Value::as_str) {
-        let line = pycall::parse_line(code);
+    if let Some(code) = ev.get("failing_code").and_then(Value::as_str).map(str::to_string) {
+        let line = pycall::parse_line(&code);
+        // A message that names one device, raised by a move on the failing line
+        // (`model.to("cpu")` → meta to cpu): the move's target is the other device.
+        if let Some(Value::Array(devs)) = ev.get("devices") {
+            if devs.len() == 1 {
+                let target = line.calls.iter().filter(|k| k.name() == "to" || k.name() == "to_empty").find_map(|k| {
+                    k.args
+                        .iter()
+                        .chain(k.kwargs.iter().filter(|(n, _)| n == "device").map(|(_, v)| v))
+                        .find_map(|a| device_literal(a))
+                });
+                if let Some(t) = target {
+                    let mut d = devs.clone();
+                    d.push(Value::from(t));
+                    ev.insert("devices".into(), Value::Array(d.clone()));
+                    ctx.insert("devices".into(), Value::Array(d));
+                }
+            }
+        }
         if let Some(t) = line.targets.first() {
             ctx.insert("code_target".into(), Value::from(t.clone()));
         }
@@ -411,7 +483,8 @@ fn bind(pack: &Pack, rule: &Rule, mut ev: Evidence, frames: &[&Frame], log: &Log
             }
         }
     }
-    let computed = if rule.family() == "device-mismatch" { device_culprit(pack, &ev, frames, log, role_op) } else { None };
+    let computed =
+        if rule.family() == "device-mismatch" { device_culprit(pack, &ev, frames, log, role_op) } else { None };
     if let Some(c) = &computed {
         for (k, v) in &c.ctx {
             ctx.insert(k.clone(), Value::from(v.clone()));
@@ -445,11 +518,17 @@ fn bind(pack: &Pack, rule: &Rule, mut ev: Evidence, frames: &[&Frame], log: &Log
     if let Some(c) = &culprit {
         ctx.insert("culprit_summary".into(), Value::from(c.summary.clone()));
     }
-    let list = |items: &[String]| items.iter().filter_map(|t| render::render(t, &ctx)).filter(|t| !t.trim().is_empty()).collect::<Vec<_>>();
+    let list = |items: &[String]| {
+        items.iter().filter_map(|t| render::render(t, &ctx)).filter(|t| !t.trim().is_empty()).collect::<Vec<_>>()
+    };
     let checklist = list(case.and_then(|c| c.checklist.as_deref()).unwrap_or(&rule.spec.checklist));
     let mut missing = list(case.and_then(|c| c.missing.as_deref()).unwrap_or(&rule.spec.missing));
     let mut next_action = render::render_lossy(&pick(|c| c.next_action.as_ref(), &rule.spec.next_action), &ctx);
     if let Some(c) = &computed {
+        if c.confidence == Confidence::Certain {
+            // The message and the source line settle it: nothing is missing.
+            missing.clear();
+        }
         missing.extend(c.missing.iter().cloned());
         if let Some(a) = &c.next_action {
             next_action = a.clone();
@@ -483,8 +562,16 @@ fn bind(pack: &Pack, rule: &Rule, mut ev: Evidence, frames: &[&Frame], log: &Log
 
 /// Whether conditions hold on evidence alone (match-time `when`).
 pub(crate) fn holds_on_evidence(w: &When, ev: &Evidence) -> bool {
-    let log = LogText { lines: &[] };
-    holds(w, ev, &[], &log)
+    let has = |k: &str| ev.get(k).is_some_and(|v| !render::value_text(v).is_empty());
+    let text = |k: &str| ev.get(k).map(render::value_text).unwrap_or_default();
+    w.present.iter().all(|k| has(k))
+        && w.absent.iter().all(|k| !has(k))
+        && w.equals.iter().all(|(k, v)| has(k) && v.values().contains(&text(k).as_str()))
+        && w.contains.iter().all(|(k, v)| text(k).contains(v.as_str()))
+        && w.differ.iter().all(|k| match ev.get(k) {
+            Some(Value::Array(a)) => a.iter().map(render::value_text).collect::<BTreeSet<_>>().len() >= 2,
+            _ => false,
+        })
 }
 
 /// Whether a case's conditions hold.
@@ -501,7 +588,10 @@ fn holds(w: &When, ctx: &Context, frames: &[&Frame], log: &LogText<'_>) -> bool 
         })
         && (w.frame_contains.is_empty()
             || frames.iter().any(|f| {
-                w.frame_contains.iter().any(|n| f.file.replace('\\', "/").contains(n.as_str()) || f.func.as_deref().is_some_and(|x| x.contains(n.as_str())))
+                w.frame_contains.iter().any(|n| {
+                    f.file.replace('\\', "/").contains(n.as_str())
+                        || f.func.as_deref().is_some_and(|x| x.contains(n.as_str()))
+                })
             }))
         && (w.log_contains.is_empty() || w.log_contains.iter().any(|n| log.contains(n)))
         && (w.exception.is_empty() || w.exception.iter().any(|x| text("exception") == *x))
@@ -526,10 +616,29 @@ fn is_accel(d: &str) -> bool {
 
 /// Factory calls that create a tensor on the default device unless told otherwise.
 const FACTORIES: &[&str] = &[
-    "zeros", "ones", "arange", "tensor", "full", "randn", "rand", "randint", "empty", "eye", "linspace", "zeros_like_cpu", "as_tensor", "from_numpy",
+    "zeros",
+    "ones",
+    "arange",
+    "tensor",
+    "full",
+    "randn",
+    "rand",
+    "randint",
+    "empty",
+    "eye",
+    "linspace",
+    "zeros_like_cpu",
+    "as_tensor",
+    "from_numpy",
 ];
 
-fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'_>, role_op: Option<&str>) -> Option<DeviceCulprit> {
+fn device_culprit(
+    pack: &Pack,
+    ev: &Evidence,
+    frames: &[&Frame],
+    log: &LogText<'_>,
+    role_op: Option<&str>,
+) -> Option<DeviceCulprit> {
     let devices: Vec<String> = match ev.get("devices") {
         Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
         _ => Vec::new(),
@@ -539,7 +648,9 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
     let op = s("op");
     let code = s("failing_code").unwrap_or_default();
     let line = pycall::parse_line(&code);
-    let frame_has = |n: &str| frames.iter().any(|f| f.file.replace('\\', "/").contains(n) || f.func.as_deref().is_some_and(|x| x.contains(n)));
+    let frame_has = |n: &str| {
+        frames.iter().any(|f| f.file.replace('\\', "/").contains(n) || f.func.as_deref().is_some_and(|x| x.contains(n)))
+    };
     let mut c = DeviceCulprit {
         kind: "other".into(),
         expr: None,
@@ -580,7 +691,12 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
     }
     // Two different accelerators: a rank or device-index problem.
     if is_accel(&target) && is_accel(&stray) && target != stray {
-        let distributed = log.contains("LOCAL_RANK") || log.contains("local_rank") || log.contains("[rank") || frame_has("torch/distributed") || frame_has("torch/nn/parallel/distributed");
+        let distributed = log.distributed
+            || log.contains("LOCAL_RANK")
+            || log.contains("local_rank")
+            || log.contains("init_process_group")
+            || frame_has("torch/distributed")
+            || frame_has("torch/nn/parallel/distributed");
         if frame_has("data_parallel") || frame_has("replicate") || frame_has("parallel_apply") {
             c.kind = "dataparallel-replica".into();
             c.summary = format!("inside `nn.DataParallel` a tensor on {stray} meets a replica on {target}: something the module's forward uses is not a registered parameter or buffer, so it was not copied to each replica");
@@ -617,13 +733,17 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
         c.kind = "dataparallel-replica".into();
         c.summary = format!("inside `nn.DataParallel` a tensor on {stray} meets a replica on {target}: a tensor the forward uses is a plain attribute, not a registered buffer, so it is not copied to each replica");
         c.confidence = Confidence::Likely;
-        c.next_action = Some("Register the tensor with `self.register_buffer(name, tensor)` (or use DistributedDataParallel).".into());
+        c.next_action = Some(
+            "Register the tensor with `self.register_buffer(name, tensor)` (or use DistributedDataParallel).".into(),
+        );
         return Some(c);
     }
     // A factory call on the failing line without `device=`.
     if let Some(fc) = line.calls.iter().find(|k| {
         let n = k.name();
-        (k.callee.starts_with("torch.") || k.callee.starts_with("np.")) && FACTORIES.contains(&n) && !k.kwargs.iter().any(|(k, _)| k == "device")
+        (k.callee.starts_with("torch.") || k.callee.starts_with("np."))
+            && FACTORIES.contains(&n)
+            && !k.kwargs.iter().any(|(k, _)| k == "device")
     }) {
         c.kind = "created-without-device".into();
         let text = format!("{}({})", fc.callee, fc.args.join(", "));
@@ -637,7 +757,9 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
     let op_name = op.as_deref().or(role_op);
     let spec = op_name.and_then(|o| pack.op(o));
     let call = spec
-        .and_then(|s| line.calls.iter().find(|k| s.callees.iter().any(|n| k.callee.to_ascii_lowercase().contains(n.as_str()))))
+        .and_then(|s| {
+            line.calls.iter().find(|k| s.callees.iter().any(|n| k.callee.to_ascii_lowercase().contains(n.as_str())))
+        })
         .or_else(|| line.calls.first());
     if let Some(spec) = spec {
         let argument_device = s("argument_device");
@@ -646,7 +768,11 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
         // named argument, devices are listed in the op's argument order.
         let named = argument.as_deref().and_then(|a| spec.args.iter().find(|r| r.name == a));
         let role = if argument.is_some() {
-            if argument_device.as_deref() == Some(stray.as_str()) { named } else { spec.args.first() }
+            if argument_device.as_deref() == Some(stray.as_str()) {
+                named
+            } else {
+                spec.args.first()
+            }
         } else {
             devices.iter().position(|d| *d == stray).and_then(|i| spec.args.get(i))
         };
@@ -655,18 +781,28 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
             c.ctx.push(("culprit_role".into(), role.role.clone()));
             let expr = match (role.call_arg, call) {
                 (Some(i), Some(k)) => k.args.get(i).map(|a| pycall::base_name(a).to_string()),
-                (None, Some(k)) if !k.callee.starts_with("torch.") && !k.callee.starts_with("F.") => Some(k.callee.clone()),
+                (None, Some(k)) if !k.callee.starts_with("torch.") && !k.callee.starts_with("F.") => {
+                    Some(k.callee.clone())
+                }
                 _ => None,
             };
             let reference = call.and_then(|k| {
-                spec.args.iter().filter(|a| a.name != role.name).find_map(|a| a.call_arg.and_then(|i| k.args.get(i)).map(|x| pycall::base_name(x).to_string()))
+                spec.args
+                    .iter()
+                    .filter(|a| a.name != role.name)
+                    .find_map(|a| a.call_arg.and_then(|i| k.args.get(i)).map(|x| pycall::base_name(x).to_string()))
             });
             if let Some(r) = &reference {
                 c.ctx.push(("reference_expr".into(), r.clone()));
             }
             c.summary = match &expr {
-                Some(e) if role.call_arg.is_some() => format!("`{e}` ({}) is still on {stray} while `{}` runs on {target}", role.role, spec.user_call),
-                Some(e) => format!("`{e}` has its {} on {stray} while its input is on {target}: the module was not moved", role.role),
+                Some(e) if role.call_arg.is_some() => {
+                    format!("`{e}` ({}) is still on {stray} while {} runs on {target}", role.role, spec.user_call)
+                }
+                Some(e) => format!(
+                    "`{e}` has its {} on {stray} while its input is on {target}: the module was not moved",
+                    role.role
+                ),
                 None => format!("{} is on {stray} while the computation runs on {target}", role.role),
             };
             let settled = expr.is_some() && (named.is_some() || role_op.is_some()) && !code.is_empty();
@@ -682,7 +818,9 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
     // No argument named (TensorIterator wording): the failing line is the only guide.
     if let Some(k) = call {
         let lower = k.callee.to_ascii_lowercase();
-        if ["loss", "criterion", "cross_entropy", "nll", "mse", "bce"].iter().any(|n| lower.contains(n)) && k.args.len() >= 2 {
+        if ["loss", "criterion", "cross_entropy", "nll", "mse", "bce"].iter().any(|n| lower.contains(n))
+            && k.args.len() >= 2
+        {
             c.kind = "label-not-moved".into();
             let e = pycall::base_name(&k.args[1]).to_string();
             c.summary = format!("the loss mixes {target} and {stray}; the usual suspect is the target `{e}`, which the data loader returns on the CPU");
@@ -697,9 +835,12 @@ fn device_culprit(pack: &Pack, ev: &Evidence, frames: &[&Frame], log: &LogText<'
     if target.is_empty() {
         return None;
     }
-    c.summary = format!("two operands of one operation are on {target} and {stray}; the message does not say which is misplaced");
+    c.summary = format!(
+        "two operands of one operation are on {target} and {stray}; the message does not say which is misplaced"
+    );
     c.missing.push("The device of each operand on the failing line".into());
-    c.next_action = audit.or(Some("Rerun with the failing line's operands printed: `print(t.device)` for each tensor it uses.".into()));
+    c.next_action = audit
+        .or(Some("Rerun with the failing line's operands printed: `print(t.device)` for each tensor it uses.".into()));
     Some(c)
 }
 
@@ -709,7 +850,11 @@ fn audit_snippet(line: &pycall::Line) -> Option<String> {
     for k in &line.calls {
         for a in k.args.iter().chain(k.kwargs.iter().map(|(_, v)| v)) {
             let b = pycall::base_name(a);
-            if !b.is_empty() && b.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && !b.contains('(') && !names.iter().any(|n| n == b) {
+            if !b.is_empty()
+                && b.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                && !b.contains('(')
+                && !names.iter().any(|n| n == b)
+            {
                 names.push(b.to_string());
             }
         }
@@ -797,7 +942,11 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
             let origin = merged
                 .iter()
                 .position(|d| d.handled && !d.collateral && d.finding.rank.is_some() && d.finding.rank == suspect)
-                .or_else(|| merged.iter().position(|d| d.handled && !d.collateral && (d.finding.rank.is_none() || suspect.is_none())));
+                .or_else(|| {
+                    merged
+                        .iter()
+                        .position(|d| d.handled && !d.collateral && (d.finding.rank.is_none() || suspect.is_none()))
+                });
             if let Some(o) = origin {
                 let src = merged[o].finding.evidence.clone();
                 let line = merged[o].finding.location.line;
@@ -884,7 +1033,8 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
 /// cascade), which best locates the failure. Returns its first report.
 fn cascade(merged: &[Draft]) -> Option<usize> {
     let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
-    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && d.finding.family != "elastic-child-failed") {
+    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && d.finding.family != "elastic-child-failed")
+    {
         let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
         e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
         e.1 += d.reports;
@@ -901,7 +1051,8 @@ fn cascade(merged: &[Draft]) -> Option<usize> {
 /// the launcher's root cause.
 fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
     let id = &merged[i].finding.id;
-    let per_rank: Vec<&(u32, Option<String>)> = merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
+    let per_rank: Vec<&(u32, Option<String>)> =
+        merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
     let mut frames: BTreeMap<Option<String>, BTreeSet<u32>> = BTreeMap::new();
     for (r, f) in &per_rank {
         frames.entry(f.clone()).or_default().insert(*r);
@@ -932,7 +1083,13 @@ pub fn compress_ranks(r: &[u32]) -> String {
         while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
             j += 1;
         }
-        parts.push(if j > i + 1 { format!("{}-{}", r[i], r[j]) } else if j == i + 1 { format!("{},{}", r[i], r[j]) } else { r[i].to_string() });
+        parts.push(if j > i + 1 {
+            format!("{}-{}", r[i], r[j])
+        } else if j == i + 1 {
+            format!("{},{}", r[i], r[j])
+        } else {
+            r[i].to_string()
+        });
         i = j + 1;
     }
     parts.join(",")

@@ -16,7 +16,7 @@ use nom::{IResult, Parser};
 
 /// Longest line kept, in bytes. Longer lines are cut (at a char boundary) so that no
 /// single line can make later stages slow; the cut is recorded in [`Line::truncated`].
-pub const MAX_LINE: usize = 1 << 20;
+pub const MAX_LINE: usize = 64 * 1024;
 
 /// One cleaned line of the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +33,9 @@ pub struct Line {
     pub level: Option<char>,
     /// The line was longer than [`MAX_LINE`] and was cut.
     pub truncated: bool,
+    /// The line had a Python-logging header (`2026-11-29 10:59:59,123 ERROR ...`): an
+    /// application's logger wrote it, not the interpreter or a C++ library.
+    pub logger: bool,
 }
 
 /// A wall-clock instant within a year, comparable across the formats logs carry.
@@ -116,7 +119,7 @@ impl Cleaner {
         let text = resolve_carriage_returns(&decoded);
         let text = strip_ansi(text);
         let text = normalize_punctuation(&text);
-        let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated };
+        let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated, logger: false };
         let rest = strip_prefixes(&text, &mut line);
         line.text = rest.to_string();
         line
@@ -135,43 +138,46 @@ fn resolve_carriage_returns(s: &str) -> &str {
 /// Removes ANSI escape sequences, including the bare `[0;31m` form whose ESC byte was
 /// lost in a copy-paste. Idempotent.
 pub fn strip_ansi(s: &str) -> String {
-    if !s.contains('\x1b') && !s.contains("m") {
+    if !s.contains('\x1b') && !s.contains('m') {
         return s.to_string();
     }
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
-    let mut copied = 0;
     while i < b.len() {
-        let esc = b[i] == 0x1b;
-        let start = if esc { i + 1 } else { i };
-        if start < b.len() && b[start] == b'[' {
-            // CSI: `[` params final-byte. Without ESC, only SGR (`...m`) with digits.
-            let mut j = start + 1;
-            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';' || (esc && b[j] == b'?')) {
-                j += 1;
-            }
-            let has_digits = j > start + 1;
-            if j < b.len() {
-                let fin = b[j];
-                let ok = if esc { fin.is_ascii_alphabetic() } else { fin == b'm' && has_digits };
-                if ok {
-                    out.push_str(&s[copied..i]);
+        if b[i] == 0x1b {
+            // CSI: ESC `[` params final-byte; any other escape: drop the ESC itself.
+            if b.get(i + 1) == Some(&b'[') {
+                let mut j = i + 2;
+                while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';' || b[j] == b'?') {
+                    j += 1;
+                }
+                if j < b.len() && b[j].is_ascii_alphabetic() {
                     i = j + 1;
-                    copied = i;
                     continue;
                 }
             }
-        } else if esc {
-            // A lone ESC or another escape form: drop the ESC byte itself.
-            out.push_str(&s[copied..i]);
             i += 1;
-            copied = i;
             continue;
         }
-        i += 1;
+        let c = s[i..].chars().next().unwrap_or('\u{fffd}');
+        out.push(c);
+        i += c.len_utf8();
+        // A bare SGR sequence (`[0;31m`, its ESC lost) is removed as soon as it is
+        // complete in the output, so a sequence formed by a removal goes too.
+        if c == 'm' {
+            let ob = out.as_bytes();
+            let mut k = ob.len() - 1;
+            let mut digits = 0;
+            while k > 0 && (ob[k - 1].is_ascii_digit() || ob[k - 1] == b';') && digits < 16 {
+                k -= 1;
+                digits += 1;
+            }
+            if digits > 0 && k > 0 && ob[k - 1] == b'[' && ob[k..ob.len() - 1].iter().any(u8::is_ascii_digit) {
+                out.truncate(k - 1);
+            }
+        }
     }
-    out.push_str(&s[copied..]);
     out
 }
 
@@ -211,6 +217,7 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         } else if let Ok((rest, (level, ts))) = pylog_prefix(s) {
             line.level = level.or(line.level);
             line.ts = Some(ts);
+            line.logger = true;
             s = rest;
         } else if let Ok((rest, level)) = pylog_basic_prefix(s) {
             line.level = Some(level);
@@ -260,8 +267,12 @@ fn role_prefix(i: &str) -> IResult<&str, u32> {
 /// A `--log-line-prefix-template` prefix: `node01:default:2| ` (fields joined by `:`,
 /// ending in the rank and `|`), or `[3]: text`.
 fn template_prefix(i: &str) -> IResult<&str, u32> {
-    let fields: IResult<&str, _> =
-        (take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, ':' | '.' | '_' | '-')), char('|'), opt(char(' '))).parse(i);
+    let fields: IResult<&str, _> = (
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, ':' | '.' | '_' | '-')),
+        char('|'),
+        opt(char(' ')),
+    )
+        .parse(i);
     if let Ok((rest, (head, _, _))) = fields {
         if let Some((_, n)) = head.rsplit_once(':') {
             if let Ok(r) = n.parse::<u32>() {
@@ -269,7 +280,8 @@ fn template_prefix(i: &str) -> IResult<&str, u32> {
             }
         }
     }
-    let (rest, (_, n, _, _)) = (char('['), small_int, tag("]: "), nom::combinator::peek(nom::character::complete::anychar)).parse(i)?;
+    let (rest, (_, n, _, _)) =
+        (char('['), small_int, tag("]: "), nom::combinator::peek(nom::character::complete::anychar)).parse(i)?;
     Ok((rest, n))
 }
 
@@ -286,8 +298,7 @@ fn two(i: &str) -> IResult<&str, u32> {
 
 /// `HH:MM:SS[.frac|,ms]` → (h, m, s, ms).
 fn clock(i: &str) -> IResult<&str, (u32, u32, u32, u32)> {
-    let (rest, (h, _, m, _, s, frac)) =
-        (two, char(':'), two, char(':'), two, opt((one_of(".,"), digit1))).parse(i)?;
+    let (rest, (h, _, m, _, s, frac)) = (two, char(':'), two, char(':'), two, opt((one_of(".,"), digit1))).parse(i)?;
     let ms = frac
         .map(|(_, d): (char, &str)| {
             let d3: String = d.chars().chain("000".chars()).take(3).collect();
@@ -330,15 +341,9 @@ fn glog_prefix(i: &str) -> IResult<&str, (char, Option<Timestamp>)> {
 /// followed by an optional `logger: [LEVEL]` or ` LEVEL ` part.
 fn pylog_prefix(i: &str) -> IResult<&str, (Option<char>, Timestamp)> {
     let (rest, open) = opt(char('[')).parse(i)?;
-    let (rest, (_, _, mo, _, d, _)) = (
-        take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
-        char('-'),
-        two,
-        char('-'),
-        two,
-        one_of(" T_"),
-    )
-        .parse(rest)?;
+    let (rest, (_, _, mo, _, d, _)) =
+        (take_while_m_n(4, 4, |c: char| c.is_ascii_digit()), char('-'), two, char('-'), two, one_of(" T_"))
+            .parse(rest)?;
     let (rest, (h, m, s, ms)) = clock(rest)?;
     let (rest, _) = opt(take_while1(|c: char| c.is_ascii_digit())).parse(rest)?;
     let (rest, _) = opt(alt_tz).parse(rest)?;

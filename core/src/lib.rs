@@ -50,11 +50,13 @@ pub mod ingest;
 pub mod pack;
 pub mod render;
 pub mod report;
+pub mod stream;
 pub mod template;
 
 pub use engine::{builtin_sources, Engine};
 pub use pack::{Confidence, Pack, PackError, Rule, RuleSource};
 pub use report::{Culprit, Finding, Location, Report, Role};
+pub use stream::Diagnoser;
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

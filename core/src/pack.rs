@@ -15,16 +15,48 @@ use crate::template::Template;
 
 /// The family ids of the taxonomy (`shared/reference/taxonomy.md`).
 pub const FAMILIES: &[&str] = &[
-    "device-mismatch", "tensor-to-numpy-on-cuda", "generator-device", "deserialize-cuda-on-cpu",
-    "weights-only-load", "state-dict-mismatch", "dtype-mismatch", "half-not-implemented-cpu",
-    "mps-float64", "matmul-shape-mismatch", "broadcast-size-mismatch", "view-stride",
-    "loss-target-mismatch", "index-out-of-range", "cuda-oom", "host-oom-killed", "shm-exhausted",
-    "device-side-assert", "illegal-memory-access", "no-kernel-image", "cuda-unavailable",
-    "cuda-fork", "cudnn-error", "cublas-error", "nccl-watchdog-timeout", "nccl-error",
-    "collective-timeout-gloo", "elastic-child-failed", "ddp-unused-parameters", "ddp-ready-twice",
-    "process-group-init", "autograd-inplace", "backward-twice", "no-grad-fn", "leaf-inplace",
-    "numpy-requires-grad", "nan-anomaly", "amp-unscale-fp16", "dataloader-worker-error",
-    "collate-size-mismatch", "dynamo-recompile", "other",
+    "device-mismatch",
+    "tensor-to-numpy-on-cuda",
+    "generator-device",
+    "deserialize-cuda-on-cpu",
+    "weights-only-load",
+    "state-dict-mismatch",
+    "dtype-mismatch",
+    "half-not-implemented-cpu",
+    "mps-float64",
+    "matmul-shape-mismatch",
+    "broadcast-size-mismatch",
+    "view-stride",
+    "loss-target-mismatch",
+    "index-out-of-range",
+    "cuda-oom",
+    "host-oom-killed",
+    "shm-exhausted",
+    "device-side-assert",
+    "illegal-memory-access",
+    "no-kernel-image",
+    "cuda-unavailable",
+    "cuda-fork",
+    "cudnn-error",
+    "cublas-error",
+    "nccl-watchdog-timeout",
+    "nccl-error",
+    "collective-timeout-gloo",
+    "elastic-child-failed",
+    "ddp-unused-parameters",
+    "ddp-ready-twice",
+    "process-group-init",
+    "autograd-inplace",
+    "backward-twice",
+    "no-grad-fn",
+    "leaf-inplace",
+    "numpy-requires-grad",
+    "nan-anomaly",
+    "amp-unscale-fp16",
+    "dataloader-worker-error",
+    "collate-size-mismatch",
+    "dynamo-recompile",
+    "other",
 ];
 
 /// How sure a finding is.
@@ -300,7 +332,11 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
     let stem = src.name.rsplit(['/', '\\']).next().unwrap_or(src.name);
     let stem = stem.strip_suffix(".toml").unwrap_or(stem);
     if stem != id && src.name.ends_with(".toml") {
-        return Err(error_at(&src, spec.id.span().start, format!("rule id `{id}` differs from its file name `{stem}.toml`")));
+        return Err(error_at(
+            &src,
+            spec.id.span().start,
+            format!("rule id `{id}` differs from its file name `{stem}.toml`"),
+        ));
     }
     if !FAMILIES.contains(&spec.family.get_ref().as_str()) {
         return Err(error_at(

@@ -433,6 +433,9 @@ impl<'h> Matcher<'h> {
     }
 
     fn capture(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
+        if kind != Kind::Text && kind != Kind::Any {
+            return self.atom(kind, name, list, next, pos);
+        }
         let s = &self.hay[pos..];
         let ncaps = self.caps.len();
         let key = |n: &str| if list { format!("{n}[]") } else { n.to_string() };
@@ -441,10 +444,8 @@ impl<'h> Matcher<'h> {
             // stays on one line, `any` may cross line breaks.
             let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
             let last = next.seq.is_empty() && next.next.is_none();
-            let mut ends: Vec<usize> = s[..floor_boundary(s, line_end)]
-                .char_indices()
-                .map(|(k, c)| k + c.len_utf8())
-                .collect();
+            let mut ends: Vec<usize> =
+                s[..floor_boundary(s, line_end)].char_indices().map(|(k, c)| k + c.len_utf8()).collect();
             if last {
                 ends = ends.last().copied().into_iter().collect();
             }
@@ -464,17 +465,26 @@ impl<'h> Matcher<'h> {
             }
             return None;
         }
+        None
+    }
+
+    /// A typed atom, read through terminal hard wraps (`8x51` / `2` is `8x512`).
+    fn atom(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
+        // Only numbers and devices are read through wraps: a word or path at a line's
+        // end is far more often followed by a real next line than by its own tail.
+        let numeric = matches!(kind, Kind::Int | Kind::Num | Kind::Shape | Kind::Size | Kind::Device);
+        let owned;
+        let (s, orig): (&str, Option<&[usize]>) = if numeric {
+            owned = dewrap(self.hay, pos, 256);
+            (owned.0.as_str(), Some(owned.1.as_slice()))
+        } else {
+            (&self.hay[pos..], None)
+        };
+        let ncaps = self.caps.len();
+        let key = |n: &str| if list { format!("{n}[]") } else { n.to_string() };
         let (rest, vals): (&str, Vec<(String, Value)>) = match kind {
             Kind::Device => {
-                let (mut r, mut d) = atoms::device(s).ok()?;
-                // A terminal wrap inside the device (`cuda` / `:0`).
-                if !d.contains(':') && r.starts_with('\n') {
-                    let t = r.trim_start();
-                    if let Ok((r2, idx)) = nom::sequence::preceded(char::<&str, nom::error::Error<&str>>(':'), nom::character::complete::digit1).parse(t) {
-                        d = format!("{d}:{idx}");
-                        r = r2;
-                    }
-                }
+                let (r, d) = atoms::device(s).ok()?;
                 (r, vec![(key(name), Value::String(d))])
             }
             Kind::TensorType => {
@@ -520,7 +530,8 @@ impl<'h> Matcher<'h> {
             Kind::Text | Kind::Any => unreachable_text(),
         };
         self.caps.extend(vals);
-        let end = pos + (s.len() - rest.len());
+        let consumed = s.len() - rest.len();
+        let end = orig.map_or(pos + consumed, |o| o[consumed]);
         let r = self.run(next, end);
         if r.is_none() {
             self.caps.truncate(ncaps);
@@ -531,6 +542,44 @@ impl<'h> Matcher<'h> {
 
 fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
     ("", Vec::new())
+}
+
+/// Shortest line a terminal wraps: a break in a shorter line is a real line end.
+const MIN_WRAP_WIDTH: usize = 60;
+
+/// Up to `max` bytes of `hay` from `pos` with terminal hard wraps (a line break plus
+/// indentation between two non-space characters, in a line at least
+/// [`MIN_WRAP_WIDTH`] long) removed, and for each output byte its input offset.
+fn dewrap(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
+    let b = hay.as_bytes();
+    let end = floor_boundary(hay, (pos + max).min(hay.len()));
+    let mut out = String::new();
+    let mut orig = Vec::new();
+    let mut i = pos;
+    while i < end {
+        if b[i] == b'\n' && i > 0 && !b[i - 1].is_ascii_whitespace() {
+            let line_start = hay[..i].rfind('\n').map(|p| p + 1).unwrap_or(0);
+            let mut j = i + 1;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                j += 1;
+            }
+            if i - line_start >= MIN_WRAP_WIDTH
+                && j < b.len()
+                && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','))
+            {
+                i = j;
+                continue;
+            }
+        }
+        let c = hay[i..].chars().next().unwrap_or(' ');
+        for k in 0..c.len_utf8() {
+            orig.push(i + k);
+        }
+        out.push(c);
+        i += c.len_utf8();
+    }
+    orig.push(i);
+    (out, orig)
 }
 
 fn floor_boundary(s: &str, mut i: usize) -> usize {
@@ -591,15 +640,20 @@ mod tests {
         let c = caps(t, "found at least two devices, cuda:0 and cpu!\n  (when checking arugment for argument mat1 in method wrapper_addmm)".replace("found", "Expected all tensors to be on the same device, but found").as_str());
         assert_eq!(c[2], ("argument".into(), Value::from("mat1")));
         // No parenthetical at all.
-        let c = caps(t, "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!");
+        let c =
+            caps(t, "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!");
         assert_eq!(c.len(), 2);
-        let c = caps("marked at index {int:i}{? with name {word:n}} twice", "marked at index 3 with name fc.weight twice");
+        let c =
+            caps("marked at index {int:i}{? with name {word:n}} twice", "marked at index 3 with name fc.weight twice");
         assert_eq!(c[1], ("n".into(), Value::from("fc.weight")));
     }
 
     #[test]
     fn hard_wrap_inside_a_word() {
-        let c = caps("Watchdog caught collective operation timeout: WorkNCCL(SeqNum={int:seq}, OpType={ident:op},", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpTy\npe=BROADCAST,");
+        let c = caps(
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum={int:seq}, OpType={ident:op},",
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpTy\npe=BROADCAST,",
+        );
         assert_eq!(c[1], ("op".into(), Value::from("BROADCAST")));
     }
 
@@ -608,17 +662,37 @@ mod tests {
         let c = caps("Tried to allocate {size:tried}. GPU {int:gpu}", "Tried to allocate 20.00 MiB. GPU 0 has");
         assert_eq!(c[0], ("tried".into(), Value::from("20.00 MiB")));
         assert_eq!(c[1], ("tried_bytes".into(), Value::from(20u64 * 1024 * 1024)));
-        let c = caps("Input type ({tensortype:devices[]}) and weight type ({tensortype:devices[]}) should be the same", "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same");
+        let c = caps(
+            "Input type ({tensortype:devices[]}) and weight type ({tensortype:devices[]}) should be the same",
+            "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+        );
         assert_eq!(c[0].1, Value::from("cpu"));
         assert_eq!(c[2].1, Value::from("cuda"));
-        let c = caps("shapes cannot be multiplied ({shape:mat1} and {shape:mat2})", "shapes cannot be multiplied (16x31 and 32x64)");
+        let c = caps(
+            "shapes cannot be multiplied ({shape:mat1} and {shape:mat2})",
+            "shapes cannot be multiplied (16x31 and 32x64)",
+        );
         assert_eq!(c[0].1, serde_json::json!([16, 31]));
-        let c = caps("Caught {ident:inner} in DataLoader worker process {int:worker}.", "Caught KeyError in DataLoader worker process 0.");
+        let c = caps(
+            "Caught {ident:inner} in DataLoader worker process {int:worker}.",
+            "Caught KeyError in DataLoader worker process 0.",
+        );
         assert_eq!(c[1].1, Value::from(0));
         let c = caps("got error: {text:what}", "got error: Socket Timeout");
         assert_eq!(c[0].1, Value::from("Socket Timeout"));
         let c = caps("size mismatch for {text:key}: copying", "size mismatch for fc.weight: copying");
         assert_eq!(c[0].1, Value::from("fc.weight"));
+    }
+
+    #[test]
+    fn wrapped_numbers() {
+        let pad = "x".repeat(70);
+        let hay = format!("{pad} shapes cannot be multiplied (8x51\n2 and 768x10)");
+        let c = caps("shapes cannot be multiplied ({shape:a} and {shape:b})", &hay);
+        assert_eq!(c[0].1, serde_json::json!([8, 512]));
+        // A short line's break is a real line end, not a wrap.
+        let t = Template::parse("rank {int:r} done").unwrap();
+        assert!(t.find("rank 1\n2 done", 0).is_none());
     }
 
     #[test]

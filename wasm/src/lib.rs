@@ -145,8 +145,16 @@ pub fn rules_json_with(options: &DiagnoseOptions) -> Result<String, String> {
 
 // ------------------------------------------------------------------ JS boundary
 
-fn options_from_js(options: Option<JsValue>) -> Result<DiagnoseOptions, JsError> {
-    let Some(value) = options.filter(|v| !v.is_undefined() && !v.is_null()) else {
+#[wasm_bindgen]
+extern "C" {
+    /// The options object as JS passes it (typed `DiagnoseOptions` in the .d.ts).
+    #[wasm_bindgen(typescript_type = "DiagnoseOptions")]
+    pub type JsOptions;
+}
+
+fn options_from_js(options: Option<JsOptions>) -> Result<DiagnoseOptions, JsError> {
+    install_panic_hook();
+    let Some(value) = options.map(JsValue::from).filter(|v| !v.is_undefined() && !v.is_null()) else {
         return Ok(DiagnoseOptions::default());
     };
     let json = js_sys::JSON::stringify(&value)
@@ -176,49 +184,34 @@ fn parse(json: &str) -> Result<JsValue, JsError> {
 /// Diagnose a log given as text. Returns the report object of the `torchdx/report@1`
 /// contract, the same value as `JSON.parse(diagnoseJson(text, options))`.
 #[wasm_bindgen(js_name = diagnose, unchecked_return_type = "Report")]
-pub fn js_diagnose(
-    text: &str,
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsError> {
+pub fn js_diagnose(text: &str, options: Option<JsOptions>) -> Result<JsValue, JsError> {
     parse(&diagnose_json_with(text, &options_from_js(options)?).map_err(js_err)?)
 }
 
 /// Diagnose a log given as text. Returns the report as JSON text, byte for byte what
 /// `torchdx diagnose --format json` prints (without its final newline).
 #[wasm_bindgen(js_name = diagnoseJson)]
-pub fn js_diagnose_json(
-    text: &str,
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<String, JsError> {
+pub fn js_diagnose_json(text: &str, options: Option<JsOptions>) -> Result<String, JsError> {
     diagnose_json_with(text, &options_from_js(options)?).map_err(js_err)
 }
 
 /// Diagnose a log given as bytes (e.g. a dropped file); invalid UTF-8 is handled as the
 /// CLI handles it when reading a file.
 #[wasm_bindgen(js_name = diagnoseBytes, unchecked_return_type = "Report")]
-pub fn js_diagnose_bytes(
-    bytes: &[u8],
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsError> {
+pub fn js_diagnose_bytes(bytes: &[u8], options: Option<JsOptions>) -> Result<JsValue, JsError> {
     parse(&diagnose_bytes_json_with(bytes, &options_from_js(options)?).map_err(js_err)?)
 }
 
 /// `diagnoseBytes` as JSON text.
 #[wasm_bindgen(js_name = diagnoseBytesJson)]
-pub fn js_diagnose_bytes_json(
-    bytes: &[u8],
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<String, JsError> {
+pub fn js_diagnose_bytes_json(bytes: &[u8], options: Option<JsOptions>) -> Result<String, JsError> {
     diagnose_bytes_json_with(bytes, &options_from_js(options)?).map_err(js_err)
 }
 
 /// One rule as written in its file (the object `torchdx explain ID --format json`
 /// prints), or `undefined` when no rule has this id.
 #[wasm_bindgen(js_name = explain, unchecked_return_type = "RuleSpec | undefined")]
-pub fn js_explain(
-    id: &str,
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsError> {
+pub fn js_explain(id: &str, options: Option<JsOptions>) -> Result<JsValue, JsError> {
     match explain_json_with(id, &options_from_js(options)?).map_err(js_err)? {
         Some(json) => parse(&json),
         None => Ok(JsValue::UNDEFINED),
@@ -228,28 +221,20 @@ pub fn js_explain(
 /// `explain` as JSON text, byte for byte `torchdx explain ID --format json` (without the
 /// final newline), or `undefined` for an unknown id.
 #[wasm_bindgen(js_name = explainJson)]
-pub fn js_explain_json(
-    id: &str,
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<Option<String>, JsError> {
+pub fn js_explain_json(id: &str, options: Option<JsOptions>) -> Result<Option<String>, JsError> {
     explain_json_with(id, &options_from_js(options)?).map_err(js_err)
 }
 
 /// A rule's encyclopedia entry as Markdown (what `torchdx explain ID` prints), or
 /// `undefined` for an unknown id.
 #[wasm_bindgen(js_name = explainMarkdown)]
-pub fn js_explain_markdown(
-    id: &str,
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<Option<String>, JsError> {
+pub fn js_explain_markdown(id: &str, options: Option<JsOptions>) -> Result<Option<String>, JsError> {
     explain_markdown_with(id, &options_from_js(options)?).map_err(js_err)
 }
 
 /// One summary per rule in the pack (builtin, plus `options.rules`).
 #[wasm_bindgen(js_name = rules, unchecked_return_type = "RuleSummary[]")]
-pub fn js_rules(
-    #[wasm_bindgen(unchecked_param_type = "DiagnoseOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsError> {
+pub fn js_rules(options: Option<JsOptions>) -> Result<JsValue, JsError> {
     parse(&rules_json_with(&options_from_js(options)?).map_err(js_err)?)
 }
 
@@ -259,15 +244,21 @@ pub fn js_version() -> String {
     torchdx_core::VERSION.to_string()
 }
 
+#[cfg(target_arch = "wasm32")]
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = console, js_name = error)]
     fn console_error(message: &str);
 }
 
-/// Runs once when the module is instantiated: route Rust panics to `console.error`, so an
-/// engine bug shows its message instead of a bare "unreachable".
-#[wasm_bindgen(start)]
-pub fn start() {
-    std::panic::set_hook(Box::new(|info| console_error(&format!("torchdx panicked: {info}"))));
+/// Routes Rust panics to `console.error` (once), so an engine bug shows its message
+/// instead of a bare "unreachable".
+fn install_panic_hook() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            std::panic::set_hook(Box::new(|info| console_error(&format!("torchdx panicked: {info}"))));
+        });
+    }
 }

@@ -70,7 +70,10 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
         } else if t.starts_with("=====") || t.starts_with("*****") {
             // A border ends a block only after its entries.
         }
-        let is_entry = t.starts_with('[') && t.ends_with("]:") && t[1..t.len() - 2].chars().all(|c| c.is_ascii_digit()) && t.len() > 3;
+        let is_entry = t.starts_with('[')
+            && t.ends_with("]:")
+            && t[1..t.len() - 2].chars().all(|c| c.is_ascii_digit())
+            && t.len() > 3;
         if !is_entry {
             i += 1;
             continue;
@@ -85,7 +88,11 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
             if lt.is_empty() && j + 1 < lines.len() && !lines[j + 1].starts_with("  ") {
                 break;
             }
-            if lt.starts_with("-----") || lt.starts_with("=====") || lt.starts_with("*****") || (lt.starts_with('[') && lt.ends_with("]:")) {
+            if lt.starts_with("-----")
+                || lt.starts_with("=====")
+                || lt.starts_with("*****")
+                || (lt.starts_with('[') && lt.ends_with("]:"))
+            {
                 break;
             }
             if let Ok((_, (r, lr))) = rank_line(l) {

@@ -171,7 +171,8 @@ fn collect_calls(expr: &str, depth: usize, out: &mut Vec<Call>) {
             k = skip_string(expr, k) + 1;
             continue;
         }
-        let at_word_start = (c.is_ascii_alphabetic() || c == b'_') && (k == 0 || !is_word_byte(b[k - 1]) && b[k - 1] != b'.');
+        let at_word_start =
+            (c.is_ascii_alphabetic() || c == b'_') && (k == 0 || !is_word_byte(b[k - 1]) && b[k - 1] != b'.');
         if !at_word_start {
             k += 1;
             continue;
@@ -179,11 +180,8 @@ fn collect_calls(expr: &str, depth: usize, out: &mut Vec<Call>) {
         // An attribute chain with subscripts: a.b[0].c
         let start = k;
         let mut j = k;
-        loop {
-            match ident(&expr[j..]) {
-                Ok((rest, _)) => j = expr.len() - rest.len(),
-                Err(_) => break,
-            }
+        while let Ok((rest, _)) = ident(&expr[j..]) {
+            j = expr.len() - rest.len();
             while j < b.len() && b[j] == b'[' {
                 match closing(expr, j) {
                     Some(e) => j = e + 1,
@@ -255,11 +253,8 @@ pub fn base_name(expr: &str) -> &str {
     let b = e.as_bytes();
     let mut j = 0;
     let mut last_end = 0;
-    loop {
-        match ident(&e[j..]) {
-            Ok((rest, _)) => j = e.len() - rest.len(),
-            Err(_) => break,
-        }
+    while let Ok((rest, _)) = ident(&e[j..]) {
+        j = e.len() - rest.len();
         let name_end = j;
         while j < b.len() && b[j] == b'[' {
             match closing(e, j) {
@@ -297,7 +292,10 @@ mod tests {
     fn calls_on_lines() {
         let l = parse_line("loss = criterion(outputs, targets)");
         assert_eq!(l.targets, vec!["loss"]);
-        assert_eq!(l.calls[0], Call { callee: "criterion".into(), args: vec!["outputs".into(), "targets".into()], kwargs: vec![] });
+        assert_eq!(
+            l.calls[0],
+            Call { callee: "criterion".into(), args: vec!["outputs".into(), "targets".into()], kwargs: vec![] }
+        );
 
         let l = parse_line("loss = F.cross_entropy(logits.view(-1, V), y.view(-1), ignore_index=-100)");
         assert_eq!(l.calls[0].name(), "cross_entropy");

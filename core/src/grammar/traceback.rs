@@ -56,8 +56,15 @@ impl Frame {
             || lower.contains("/pytorch/")
             || lower.contains("transformers_modules")
             || lower.contains("/.cache/")
-            || lower == "<string>")
+            || lower == "<string>"
+            || is_launcher_script(&lower))
     }
+}
+
+/// Console scripts of installed tools (`/opt/conda/bin/torchrun`, `~/.local/bin/accelerate`).
+fn is_launcher_script(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    (path.contains("/bin/") || path.contains("/scripts/")) && !base.contains('.')
 }
 
 /// An exception line with its message.
@@ -166,7 +173,8 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     let me = out.len();
     out.push(Traceback { start, end: start, frames: Vec::new(), exception: None, link, chain });
     let mut i = if header { start + 1 } else { start };
-    let ipython = header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
+    let ipython =
+        header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
     let mut frames: Vec<Frame> = Vec::new();
     let mut exception = None;
     let mut end = start;
@@ -302,9 +310,15 @@ fn python_frame(i: &str) -> IResult<&str, Frame> {
 /// `Cell In[3], line 7, in f()`, `<ipython-input-36-abc> in <module>`,
 /// `/path/x.py in forward(self, x)`.
 fn ipython_frame(t: &str) -> Option<Frame> {
-    if let Ok((_, (_, _, cell, _, line, rest))) =
-        (tag::<&str, &str, nom::error::Error<&str>>("Cell "), space0, take_until(","), tag(", line "), digit1, take_till(|c| c == '\n'))
-            .parse(t)
+    if let Ok((_, (_, _, cell, _, line, rest))) = (
+        tag::<&str, &str, nom::error::Error<&str>>("Cell "),
+        space0,
+        take_until(","),
+        tag(", line "),
+        digit1,
+        take_till(|c| c == '\n'),
+    )
+        .parse(t)
     {
         let func = rest.strip_prefix(", in ").map(|f| f.trim().to_string());
         return Some(Frame { file: cell.trim().to_string(), line: line.parse().ok(), func, code: None, at: 0 });
@@ -334,7 +348,13 @@ fn ipython_frame(t: &str) -> Option<Frame> {
             return None;
         }
         let file = file.trim_start_matches('[').split("](").next().unwrap_or(file);
-        return Some(Frame { file: file.to_string(), line: None, func: Some(func.trim().to_string()), code: None, at: 0 });
+        return Some(Frame {
+            file: file.to_string(),
+            line: None,
+            func: Some(func.trim().to_string()),
+            code: None,
+            at: 0,
+        });
     }
     None
 }
@@ -359,17 +379,32 @@ fn ipython_code(raw: &str) -> Option<Option<String>> {
     None
 }
 
+/// The exception class printed right before a message inside a line
+/// (`... a = t.numpy() TypeError: ` gives `TypeError`), for tracebacks pasted as one
+/// line and messages quoted in prose.
+pub fn class_before(before: &str) -> Option<&str> {
+    let t = before.trim_end().strip_suffix(':')?;
+    let start = t.rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).map(|p| p + 1).unwrap_or(0);
+    let class = &t[start..];
+    exception_line(class).map(|(c, _)| c).filter(|c| c.len() == class.len())
+}
+
 /// `pkg.mod.SomeError: message` or a bare `SomeError`. Returns (class, message).
 pub fn exception_line(t: &str) -> Option<(&str, &str)> {
     // Markdown emphasis and blockquotes around a pasted exception line.
     let t = t.trim_start_matches(['*', '>', ' ']);
     let t = t.strip_prefix("_*").map(|x| x.trim_start_matches('*')).unwrap_or(t);
-    let (rest, class) = take_while1::<_, &str, nom::error::Error<&str>>(|c: char| c.is_alphanumeric() || c == '_' || c == '.' || c == ':')
-        .parse(t)
-        .ok()?;
+    let (rest, class) = take_while1::<_, &str, nom::error::Error<&str>>(|c: char| {
+        c.is_alphanumeric() || c == '_' || c == '.' || c == ':'
+    })
+    .parse(t)
+    .ok()?;
     let class = class.trim_end_matches(':');
     let looks_like_class = class.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && class.rsplit('.').next().is_some_and(|last| last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) || last.starts_with('_'));
+        && class
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) || last.starts_with('_'));
     // `ERROR: ...`, `NCCL WARN`: log levels and shouting, not exception classes.
     if !looks_like_class || !class.chars().any(|c| c.is_ascii_lowercase()) {
         return None;
@@ -377,7 +412,12 @@ pub fn exception_line(t: &str) -> Option<(&str, &str)> {
     if let Some(msg) = t[class.len()..].strip_prefix(':') {
         return Some((class, msg.strip_prefix(' ').unwrap_or(msg).trim_end()));
     }
-    if rest.trim().is_empty() && (class.ends_with("Error") || class.ends_with("Exception") || class.ends_with("Interrupt") || class.ends_with("Exit")) {
+    if rest.trim().is_empty()
+        && (class.ends_with("Error")
+            || class.ends_with("Exception")
+            || class.ends_with("Interrupt")
+            || class.ends_with("Exit"))
+    {
         return Some((class, ""));
     }
     None
@@ -403,7 +443,10 @@ mod tests {
         assert_eq!(tb.user_frame().unwrap().short(), "train.py:42");
         assert_eq!(tb.user_frame().unwrap().code.as_deref(), Some("loss = loss_fn(out, labels)"));
         let e = tb.exception.as_ref().unwrap();
-        assert_eq!((e.class.as_str(), e.message.as_str()), ("RuntimeError", "Expected all tensors\nto be on the same device"));
+        assert_eq!(
+            (e.class.as_str(), e.message.as_str()),
+            ("RuntimeError", "Expected all tensors\nto be on the same device")
+        );
         assert_eq!((e.first, e.last), (6, 7));
     }
 
@@ -445,11 +488,25 @@ mod tests {
     }
 
     #[test]
+    fn class_before_a_message() {
+        assert_eq!(
+            class_before("Traceback (most recent call last): File \"a.py\", line 3, in f a = t.numpy() TypeError: "),
+            Some("TypeError")
+        );
+        assert_eq!(class_before("torch.OutOfMemoryError:"), Some("torch.OutOfMemoryError"));
+        assert_eq!(class_before("the error was: "), None);
+        assert_eq!(class_before("ERROR: "), None);
+    }
+
+    #[test]
     fn exception_lines() {
         let table = [
             ("RuntimeError: x", Some(("RuntimeError", "x"))),
             ("torch.OutOfMemoryError: CUDA out", Some(("torch.OutOfMemoryError", "CUDA out"))),
-            ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", Some(("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", ""))),
+            (
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+                Some(("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "")),
+            ),
             ("KeyboardInterrupt", Some(("KeyboardInterrupt", ""))),
             ("_pickle.UnpicklingError: Weights", Some(("_pickle.UnpicklingError", "Weights"))),
             ("**RuntimeError: x**", Some(("RuntimeError", "x**"))),

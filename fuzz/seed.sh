@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Seeds each fuzz target's corpus from the rule pack's examples and, when present, the
+# shared corpus of real logs. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p corpus/diagnose corpus/stream corpus/rule_pack corpus/template corpus/pycall
+bin=../target/release/torchdx
+[ -x "$bin" ] || bin=../target/debug/torchdx
+if [ -x "$bin" ]; then
+  "$bin" rules examples --out corpus/diagnose >/dev/null
+else
+  (cd .. && cargo run -q --release -p torchdx -- rules examples --out fuzz/corpus/diagnose >/dev/null)
+fi
+if [ -d ../../shared/corpus ]; then
+  for d in ../../shared/corpus/*/; do
+    [ -f "$d/log.txt" ] && cp "$d/log.txt" "corpus/diagnose/shared-$(basename "$d").log"
+  done
+fi
+for f in corpus/diagnose/*; do printf '\x17' | cat - "$f" > "corpus/stream/$(basename "$f")"; done
+cp ../rules/*.toml corpus/rule_pack/ 2>/dev/null || true
+cp ../rules/data/*.toml corpus/rule_pack/ 2>/dev/null || true
+grep -h '^template = ' ../rules/*.toml | sed 's/^template = //; s/^"//; s/"$//' | split -l 1 - corpus/template/t- 2>/dev/null || true
+grep -h -A1 '^  File ' ../rules/*.toml | grep -v '^  File\|^--' | sed 's/^ *//' | head -300 | split -l 1 - corpus/pycall/p- 2>/dev/null || true
+echo "seeded: $(ls corpus/diagnose | wc -l) logs, $(ls corpus/rule_pack | wc -l) rule files, $(ls corpus/template | wc -l) templates, $(ls corpus/pycall | wc -l) source lines"
