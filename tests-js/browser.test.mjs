@@ -3,7 +3,8 @@
 //   node --test tests-js/            (after wasm/build.sh)
 //
 // Serves wasm/www on 127.0.0.1 with a tiny static server started here, then:
-//  - pastes a device-mismatch log and checks the culprit shown names `labels`;
+//  - pastes a device-mismatch log and checks the culprit shown names `labels` (and, with
+//    the devices the other way round, `out`);
 //  - drops a multi-rank log (rank 1 fails first, rank 0 then times out in gloo) and checks
 //    the initiating rank shown is 1;
 //  - drops a large log, which must go through the Web Worker with progress shown;
@@ -124,6 +125,18 @@ function assertLocalOnly(requests) {
   assert.deepEqual(outside, [], "requests left 127.0.0.1");
 }
 
+/** Pastes `text` into the log box: a real paste event, carrying the text the way the
+ *  clipboard does (the page's handler inserts it and diagnoses at once). */
+async function paste(page, text) {
+  await page.focus("#log");
+  await page.evaluate((t) => {
+    const dt = new DataTransfer();
+    dt.setData("text/plain", t);
+    const ev = new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true });
+    document.querySelector("#log").dispatchEvent(ev);
+  }, text);
+}
+
 /** Drops a file on the page's drop zone, as a user dragging it from a file manager would. */
 async function dropFile(page, name, text) {
   const dataTransfer = await page.evaluateHandle(
@@ -143,15 +156,10 @@ describe("torchdx page in Chromium", () => {
   test("pasted device-mismatch log: the culprit shown is `labels`", { timeout: 90_000 }, async () => {
     const s = await openPage();
     const { page } = s;
+    // `cuda:0 and cpu ... argument target`: the common device is cuda:0 and the target
+    // (the labels) is the tensor left on cpu.
     const log = readFileSync(join(fixtures, "device-mismatch.log"), "utf8");
-    await page.focus("#log");
-    // A real paste event, carrying the text the way the clipboard does.
-    await page.evaluate((text) => {
-      const dt = new DataTransfer();
-      dt.setData("text/plain", text);
-      const ev = new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true });
-      document.querySelector("#log").dispatchEvent(ev);
-    }, log);
+    await paste(page, log);
     await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
 
     assert.equal(await page.inputValue("#log"), log, "the pasted text is in the text box");
@@ -181,6 +189,14 @@ describe("torchdx page in Chromium", () => {
     mkdirSync(join(root, "target"), { recursive: true });
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(root, "target/screenshot.png"), fullPage: true });
+
+    // The devices the other way round (`cpu and cuda:0 ... argument target`): now the
+    // first argument, the model output `out`, is the one on cpu, and the page says so.
+    await page.click("#clear");
+    await paste(page, readFileSync(join(fixtures, "device-mismatch-model-on-cpu.log"), "utf8"));
+    await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
+    assert.equal(await page.textContent("#culprit .expr"), "out");
+    assert.match(await page.innerText("#culprit"), /\bout\b.*\bcpu\b/);
 
     assertLocalOnly(s.requests);
     assert.deepEqual(s.laterRequests().filter((u) => !u.startsWith(base)), []);

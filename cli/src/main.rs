@@ -107,6 +107,14 @@ enum RulesCmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Write the JSON Schemas of rule files (rules/schema/*.schema.json).
+    Schema {
+        #[arg(long, default_value = "rules/schema")]
+        out: PathBuf,
+        /// Fail if the files on disk differ instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
     /// Generate docs/rules/*.md and the hub page from the pack.
     Docs {
         #[arg(long, default_value = "docs/rules")]
@@ -323,6 +331,13 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
             Ok(ExitCode::SUCCESS)
         }
         RulesCmd::Docs { out: dir, check } => scaffold::docs(&dir, check),
+        RulesCmd::Schema { out: dir, check } => {
+            let files = [
+                ("rule.schema.json", torchdx_core::pack::rule_schema()),
+                ("ops.schema.json", torchdx_core::pack::ops_schema()),
+            ];
+            scaffold::write_or_check(&dir, &files, check, "torchdx rules schema")
+        }
     }
 }
 

@@ -287,10 +287,14 @@ pub fn docs_files(engine: &Engine) -> Vec<(String, String)> {
 
 pub(crate) fn docs(dir: &Path, check: bool) -> Result<ExitCode, Fail> {
     let engine = Engine::builtin();
-    let files = docs_files(&engine);
+    write_or_check(dir, &docs_files(&engine), check, "torchdx rules docs")
+}
+
+/// Writes generated files, or (`check`) fails listing those whose content differs.
+pub(crate) fn write_or_check<S: AsRef<str>>(dir: &Path, files: &[(S, String)], check: bool, regen: &str) -> Result<ExitCode, Fail> {
     let mut stale = Vec::new();
-    for (name, text) in &files {
-        let p = dir.join(name);
+    for (name, text) in files {
+        let p = dir.join(name.as_ref());
         let cur = fs::read_to_string(&p).unwrap_or_default();
         if cur != *text {
             stale.push(p.display().to_string());
@@ -301,7 +305,7 @@ pub(crate) fn docs(dir: &Path, check: bool) -> Result<ExitCode, Fail> {
         }
     }
     if check && !stale.is_empty() {
-        out(&format!("stale: {}\nrun `torchdx rules docs` to regenerate\n", stale.join(", ")))?;
+        out(&format!("stale: {}\nrun `{regen}` to regenerate\n", stale.join(", ")))?;
         return Ok(ExitCode::from(1));
     }
     out(&format!("{} {} files in {}\n", if check { "checked" } else { "wrote" }, files.len(), dir.display()))?;

@@ -48,6 +48,9 @@ pub const ENGINE_KEYS: &[&str] = &[
     "argument_device",
 ];
 
+/// Marks scaffold text that `torchdx rules new` writes and `rules check` rejects.
+pub const SCAFFOLD_MARK: &str = "Replace this with";
+
 /// One problem found in a rule file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -146,7 +149,7 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
             continue;
         }
         match compile_rule(*src) {
-            Err(e) => out.diagnostics.push(pack_diag(e, hint_for_toml(src))),
+            Err(e) => out.diagnostics.push(pack_diag(e, None)),
             Ok(rule) => {
                 if let Some(prev) = ids.insert(rule.id().to_string(), src.name.to_string()) {
                     out.diagnostics.push(diag(
@@ -232,13 +235,8 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
     out
 }
 
-fn hint_for_toml(src: &RuleSource<'_>) -> Option<String> {
-    let _ = src;
-    Some("see rules/README.md for the keys a rule file takes; top-level keys must come before any [[match]], [[case]] or [[example]] table".into())
-}
-
 fn pack_diag(e: pack::PackError, hint: Option<String>) -> Diagnostic {
-    Diagnostic { file: e.file, line: e.line, col: e.col, message: e.message, snippet: e.snippet, hint }
+    Diagnostic { file: e.file, line: e.line, col: e.col, message: e.message, snippet: e.snippet, hint: hint.or(e.hint) }
 }
 
 /// Placeholders in text must refer to something a template captures or the engine
@@ -273,6 +271,13 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
         if let Some(cu) = &c.culprit {
             texts.push(&cu.summary);
             texts.extend(cu.expr.as_deref());
+        }
+    }
+    // Text left from `torchdx rules new` that was never filled in.
+    for (i, line) in src.text.lines().enumerate() {
+        if !line.trim_start().starts_with('#') && (line.contains(SCAFFOLD_MARK) || line.contains("What went wrong, as a headline")) {
+            let off = src.text.lines().take(i).map(|l| l.len() + 1).sum::<usize>();
+            out.push(diag(src, off, "this is still the text `torchdx rules new` wrote", Some("replace it with the real message, example log or explanation")));
         }
     }
     for text in texts {

@@ -61,6 +61,7 @@ pub const FAMILIES: &[&str] = &[
 
 /// How sure a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
     Certain,
@@ -71,6 +72,7 @@ pub enum Confidence {
 
 /// What an example expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Expect {
     Match,
@@ -79,6 +81,7 @@ pub enum Expect {
 
 /// A culprit declared by a rule or case (text with placeholders).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CulpritSpec {
     pub kind: String,
@@ -89,8 +92,10 @@ pub struct CulpritSpec {
 
 /// One `[[match]]` entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MatchSpec {
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub template: Spanned<String>,
     /// The torch releases that print this wording, e.g. `">=2.8"`, `"1.10-2.7"`.
     #[serde(default)]
@@ -110,6 +115,7 @@ pub struct MatchSpec {
 
 /// A string or a list of strings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
@@ -127,6 +133,7 @@ impl OneOrMany {
 
 /// Conditions of a `[[case]]`; all that are given must hold.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct When {
     #[serde(default)]
@@ -149,6 +156,7 @@ pub struct When {
 
 /// Text fields a case may override.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CaseSpec {
     #[serde(default)]
@@ -167,6 +175,7 @@ pub struct CaseSpec {
 
 /// An inline example: a log and what the rule must make of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Example {
     pub name: String,
@@ -182,9 +191,12 @@ pub struct Example {
 
 /// A rule file as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RuleSpec {
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub id: Spanned<String>,
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub family: Spanned<String>,
     pub title: String,
     pub summary: String,
@@ -203,6 +215,7 @@ pub struct RuleSpec {
     pub missing: Vec<String>,
     pub next_action: String,
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<String>"))]
     pub related: Vec<Spanned<String>>,
     #[serde(default)]
     pub culprit: Option<CulpritSpec>,
@@ -235,6 +248,20 @@ impl Rule {
     }
 }
 
+/// The JSON Schema of a rule file, for editors (`#:schema schema/rule.schema.json`).
+#[cfg(feature = "schema")]
+pub fn rule_schema() -> String {
+    let schema = schemars::schema_for!(RuleSpec);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}
+
+/// The JSON Schema of the op-argument role table (`rules/data/ops.toml`).
+#[cfg(feature = "schema")]
+pub fn ops_schema() -> String {
+    let schema = schemars::schema_for!(OpsFile);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}
+
 /// A rule file's text and the name to report problems under.
 #[derive(Clone, Copy, Debug)]
 pub struct RuleSource<'a> {
@@ -244,6 +271,7 @@ pub struct RuleSource<'a> {
 
 /// One entry of the op-argument role table (`rules/data/ops.toml`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OpSpec {
     /// ATen op names (as they appear in the message, without wrapper and key).
@@ -260,6 +288,7 @@ pub struct OpSpec {
 
 /// The role of one op argument.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ArgRole {
     /// The schema argument name (`target`, `mat1`).
@@ -275,6 +304,7 @@ pub struct ArgRole {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 struct OpsFile {
     #[serde(default)]
@@ -290,6 +320,8 @@ pub struct PackError {
     pub message: String,
     /// The offending text, when there is one.
     pub snippet: Option<String>,
+    /// How to fix it.
+    pub hint: Option<String>,
 }
 
 impl fmt::Display for PackError {
@@ -316,14 +348,22 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 fn error_at(src: &RuleSource<'_>, offset: usize, message: impl Into<String>) -> PackError {
     let (line, col) = line_col(src.text, offset);
     let snippet = src.text.lines().nth(line - 1).map(|l| l.to_string());
-    PackError { file: src.name.to_string(), line, col, message: message.into(), snippet }
+    PackError { file: src.name.to_string(), line, col, message: message.into(), snippet, hint: None }
 }
+
+fn with_hint(mut e: PackError, hint: &str) -> PackError {
+    e.hint = Some(hint.to_string());
+    e
+}
+
+const HINT_KEYS: &str = "rules/README.md lists the keys a rule file takes; top-level keys must come before any [[match]], [[case]] or [[example]] table";
+const HINT_TEMPLATE: &str = "the template language: literal text, `{kind:name}` captures, `{?optional}`, `{a|b}`; see rules/README.md";
 
 /// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
 pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
     let spec: RuleSpec = toml::from_str(src.text).map_err(|e| {
         let off = e.span().map(|s| s.start).unwrap_or(0);
-        error_at(&src, off, e.message().trim_end().to_string())
+        with_hint(error_at(&src, off, e.message().trim_end().to_string()), HINT_KEYS)
     })?;
     let id = spec.id.get_ref();
     if !is_kebab(id) {
@@ -339,10 +379,9 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
         ));
     }
     if !FAMILIES.contains(&spec.family.get_ref().as_str()) {
-        return Err(error_at(
-            &src,
-            spec.family.span().start,
-            format!("unknown family `{}`; use a family id from the taxonomy (or `other`)", spec.family.get_ref()),
+        return Err(with_hint(
+            error_at(&src, spec.family.span().start, format!("unknown family `{}`", spec.family.get_ref())),
+            &format!("use one of: {}", FAMILIES.join(", ")),
         ));
     }
     if spec.matches.is_empty() {
@@ -356,7 +395,7 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
             let raw = &src.text[span.start.min(src.text.len())..span.end.min(src.text.len())];
             let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") { 3 } else { 1 };
             let nl = if raw[quote.min(raw.len())..].starts_with('\n') { 1 } else { 0 };
-            error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message))
+            with_hint(error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message)), HINT_TEMPLATE)
         })?;
         templates.push(t);
     }

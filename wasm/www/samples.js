@@ -23,7 +23,7 @@ Traceback (most recent call last):
   File "/opt/venv/lib/python3.11/site-packages/torch/nn/functional.py", line 3458, in cross_entropy
     return torch._C._nn.cross_entropy_loss(
            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! (when checking argument for argument target in method wrapper_CUDA_nll_loss_forward)
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument target in method wrapper_CUDA_nll_loss_forward)
 `,
   "two-ranks.log": String.raw`[rank0]:[W1129 10:15:05.871262 4431 ProcessGroupNCCL.cpp:4715] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0 as device used by this process is currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect. You can pecify device_id in init_process_group() to force use of a particular device.
 epoch 0 step 100 loss 1.9312

@@ -1,0 +1,162 @@
+//! The `torchdx` binary as users run it: exit codes, error messages naming files, the
+//! formats, rule-author commands on malformed fixtures (snapshotted), generated files
+//! that must not be stale, and agreement with the shared scorer.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_torchdx"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).current_dir(root()).stdin(Stdio::null()).output().expect("run torchdx")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn diagnoses_the_bundled_example() {
+    let o = run(&["diagnose", "examples/device-mismatch.log", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let f = &report["findings"][report["initiating"].as_u64().unwrap() as usize];
+    assert_eq!(f["family"], "device-mismatch");
+    assert_eq!(f["culprit"]["kind"], "label-not-moved");
+    assert_eq!(f["culprit"]["expr"], "labels");
+    assert_eq!(f["evidence"]["failing_code"], "loss = loss_fn(out, labels)");
+}
+
+#[test]
+fn text_and_markdown_formats() {
+    let o = run(&["diagnose", "examples/multirank-nccl.log", "--color", "never"]);
+    let s = stdout(&o);
+    assert!(s.contains("[cuda-oom] on rank 5"), "{s}");
+    assert!(s.contains("Timeline"), "{s}");
+    assert!(!s.contains('\x1b'), "no colour when not asked");
+    let md = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--format", "md"]));
+    assert!(md.starts_with("## "), "{md}");
+}
+
+#[test]
+fn stdin_and_empty_input() {
+    let mut child = bin().args(["diagnose", "-", "--format", "json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["initiating"], serde_json::Value::Null);
+    assert_eq!(report["findings"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn missing_file_is_exit_2_naming_the_file() {
+    let o = run(&["diagnose", "no/such/train.log"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no/such/train.log"), "{err}");
+}
+
+#[test]
+fn usage_error_is_exit_2() {
+    assert_eq!(run(&["diagnose", "--format", "xml", "x"]).status.code(), Some(2));
+    assert_eq!(run(&["explain", "no-such-rule"]).status.code(), Some(2));
+}
+
+#[test]
+fn explain_lists_and_prints_entries() {
+    let list = stdout(&run(&["explain", "--list"]));
+    assert!(list.contains("device-mismatch") && list.contains("cuda-oom"), "{list}");
+    let entry = stdout(&run(&["explain", "cuda-oom"]));
+    for section in ["## Mechanism", "## Checklist", "## Fix", "## Verify", "## Prevent", "## Examples"] {
+        assert!(entry.contains(section), "missing {section}");
+    }
+}
+
+#[test]
+fn extra_rules_override_and_add() {
+    let dir = root().join("target").join("cli-test-extra-rules");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let rule = std::fs::read_to_string(root().join("tests/fixtures/good-extra/widget-failed.toml")).unwrap();
+    std::fs::write(dir.join("widget-failed.toml"), rule).unwrap();
+    let log = dir.join("w.log");
+    std::fs::write(&log, "RuntimeError: Widget frobnication failed for gadget 7\n").unwrap();
+    let o = run(&["diagnose", "--rules", dir.to_str().unwrap(), log.to_str().unwrap(), "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["findings"][0]["id"], "widget-failed");
+    assert_eq!(report["findings"][0]["evidence"]["gadget"], 7);
+    let check = run(&["rules", "check", dir.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+}
+
+#[test]
+fn malformed_rule_fixtures_are_reported_with_locations() {
+    let base = root().join("tests/fixtures/bad-rules");
+    let mut cases: Vec<_> = std::fs::read_dir(&base).unwrap().flatten().map(|e| e.path()).collect();
+    cases.sort();
+    assert!(cases.len() >= 14);
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let rel = format!("tests/fixtures/bad-rules/{name}");
+        let o = run(&["rules", "check", &rel]);
+        assert_eq!(o.status.code(), Some(1), "{name} must fail rules check:\n{}", stdout(&o));
+        insta::with_settings!({ snapshot_path => "snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+            insta::assert_snapshot!(format!("rules_check__{name}"), stdout(&o));
+        });
+    }
+}
+
+#[test]
+fn builtin_pack_passes_check_fmt_docs_and_schema() {
+    for args in [
+        &["rules", "check", "rules"][..],
+        &["rules", "fmt", "rules", "--check"][..],
+        &["rules", "docs", "--check"][..],
+        &["rules", "schema", "--check"][..],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0), "torchdx {} failed (regenerate with the same command without --check):\n{}", args.join(" "), stdout(&o));
+    }
+}
+
+#[test]
+fn rules_new_scaffold_is_complete() {
+    let dir = root().join("target").join("cli-test-new-rule");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = run(&["rules", "new", "widget-jam", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = std::fs::read_to_string(dir.join("widget-jam.toml")).unwrap();
+    for key in ["id = ", "family = ", "mechanism = ", "checklist = ", "fix = ", "verify = ", "prevent = ", "missing = ", "next_action = ", "[[match]]", "[[example]]"] {
+        assert!(text.contains(key), "scaffold lacks {key}");
+    }
+    // Unfilled, it parses but its examples do not yet match: check says so.
+    assert_eq!(run(&["rules", "check", dir.to_str().unwrap()]).status.code(), Some(1));
+    assert_eq!(run(&["rules", "new", "widget-jam", "--dir", dir.to_str().unwrap()]).status.code(), Some(2));
+}
+
+#[test]
+fn eval_agrees_with_the_shared_scorer() {
+    let corpus = root().join("../shared/corpus");
+    let score = root().join("../shared/eval/score.py");
+    if !corpus.is_dir() || !score.is_file() {
+        eprintln!("skipped: ../shared is not beside this checkout");
+        return;
+    }
+    let ours = stdout(&run(&["eval", corpus.to_str().unwrap()]));
+    let ours = ours.lines().last().unwrap_or("").to_string();
+    let cmd = format!("{} diagnose --format json -", env!("CARGO_BIN_EXE_torchdx"));
+    let theirs = Command::new("python3").arg(&score).args(["--cmd", &cmd, "--corpus"]).arg(&corpus).output();
+    let Ok(theirs) = theirs else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let theirs = String::from_utf8_lossy(&theirs.stdout).lines().last().unwrap_or("").to_string();
+    assert_eq!(ours, theirs);
+}
