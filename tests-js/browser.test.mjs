@@ -8,6 +8,7 @@
 //  - drops a multi-rank log (rank 1 fails first, rank 0 then times out in gloo) and checks
 //    the initiating rank shown is 1;
 //  - drops a large log, which must go through the Web Worker with progress shown;
+//  - lists the rule catalog, loads an extra rule pack (and shows a broken one's error);
 //  - checks that no request leaves 127.0.0.1 (during or after load), with no page errors;
 //  - saves screenshots to target/screenshot.png (and target/screenshot-ranks.png).
 
@@ -218,6 +219,43 @@ describe("torchdx page in Chromium", () => {
     assert.ok(collateral.length > 0, "collateral findings shown");
 
     await page.screenshot({ path: join(root, "target/screenshot-ranks.png"), fullPage: true });
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("rule catalog: lists the pack and explains a rule", { timeout: 60_000 }, async () => {
+    const s = await openPage();
+    const { page } = s;
+    await page.click("#open-rules");
+    await page.waitForSelector("#rules-list .rule-row");
+    const rows = await page.$$("#rules-list .rule-row");
+    assert.ok(rows.length >= 10, `${rows.length} rules listed`);
+    await page.fill("#rules-filter", "device-mismatch");
+    await page.click("#rules-list .rule-row >> text=device-mismatch");
+    await page.waitForSelector("#rule-detail:not([hidden]) h3");
+    assert.ok((await page.textContent("#rule-detail h3")).trim().length > 0);
+    assert.ok(await page.isVisible("#rule-detail .template"), "message templates shown");
+    await page.screenshot({ path: join(root, "target/screenshot-rules.png") });
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("extra rule pack: loaded from a file, used, and errors shown with file:line:col", { timeout: 60_000 }, async () => {
+    const s = await openPage();
+    const { page } = s;
+    await page.click(".extra-rules summary");
+    await page.setInputFiles("#rules-input", join(root, "tests-js/rules/frobnicator-failed.toml"));
+    await page.waitForFunction(() => /1 file loaded/.test(document.querySelector("#rules-state").textContent));
+    await paste(page, readFileSync(join(fixtures, "frobnicator.log"), "utf8"));
+    await page.waitForSelector("#result[data-state='done']");
+    assert.equal((await page.textContent("#headline")).trim(), "The frobnicator failed");
+
+    const broken = 'id = "broken"\nfamily = "other"\ntitle = 42\n';
+    await page.setInputFiles("#rules-input", { name: "broken.toml", mimeType: "text/plain", buffer: Buffer.from(broken) });
+    await page.waitForSelector("#rules-error:not([hidden])");
+    assert.match(await page.textContent("#rules-error"), /^broken\.toml:\d+:\d+: /);
     assertLocalOnly(s.requests);
     assert.deepEqual(s.errors, []);
     await s.close();

@@ -6,7 +6,8 @@
 // Default inputs: every corpus log (../shared/corpus/*/log.txt, or $TORCHDX_CORPUS, when
 // the folder exists), every rule example (dumped by `torchdx rules examples --out DIR`)
 // and tests-js/fixtures/*.log; plus, for every rule, `torchdx explain ID --format json`
-// against explainJson(id) and `torchdx explain ID` against explainMarkdown(id).
+// against explainJson(id) and `torchdx explain ID` against explainMarkdown(id); plus the
+// fixtures with the extra rule pack tests-js/rules (`--rules` against options.rules).
 //
 // For each file, `torchdx diagnose --format json FILE` (stdout minus its final newline)
 // must equal, byte for byte:
@@ -147,6 +148,29 @@ for (const [label, files] of groups) {
   }
   console.log(`parity: ${label}: ${files.length - groupFailed}/${files.length} identical`);
 }
+// An extra rule pack: `torchdx diagnose --rules tests-js/rules` against options.rules.
+const extraDir = join(root, "tests-js/rules");
+if (!args.length && existsSync(extraDir)) {
+  const rules = readdirSync(extraDir)
+    .filter((n) => n.endsWith(".toml"))
+    .sort()
+    .map((n) => ({ name: n, text: readFileSync(join(extraDir, n), "utf8") }));
+  const logs = filesUnder(join(root, "tests-js/fixtures"), (n) => n.endsWith(".log"));
+  let groupFailed = 0;
+  for (const file of logs) {
+    let native = spawnSync(bin, ["diagnose", "--rules", extraDir, "--format", "json", file], { encoding: "utf8" }).stdout;
+    if (native.endsWith("\n")) native = native.slice(0, -1);
+    const wasm = node.diagnoseJson(readFileSync(file, "utf8"), { rules });
+    if (wasm === native && native.startsWith("{")) passed++;
+    else {
+      failed++;
+      groupFailed++;
+      console.log(`FAIL --rules ${relative(root, file)}\n  diagnoseJson(text, { rules }) differs at ${firstDifference(native, wasm)}`);
+    }
+  }
+  console.log(`parity: extra rule pack: ${logs.length - groupFailed}/${logs.length} identical`);
+}
+
 // `explain`: every rule, as JSON (`explain ID --format json`) and Markdown (`explain ID`).
 if (!args.length) {
   const list = spawnSync(bin, ["rules", "list"], { encoding: "utf8" });

@@ -79,3 +79,54 @@ fn prefilter_never_hides_a_match() {
         assert_eq!(a, b, "{rule}::{name}: prefilter changed the report");
     }
 }
+
+/// Damaged real-world shapes (prefixes, wraps, notebooks, one-line pastes, multi-rank
+/// cascades): one snapshot each of the report a person reads. Their expected family and
+/// fields are scored by `torchdx eval tests/fixtures/hazards` in the CLI tests.
+#[test]
+fn snapshots_of_hazard_fixtures() {
+    let engine = Engine::builtin();
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hazards");
+    let mut cases: Vec<_> = std::fs::read_dir(&base).unwrap().flatten().map(|e| e.path()).collect();
+    cases.sort();
+    assert!(cases.len() >= 20);
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let log = std::fs::read(case.join("log.txt")).unwrap();
+        let report = engine.diagnose_bytes(&log);
+        insta::with_settings!({
+            snapshot_path => "snapshots/hazards",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(name, format::text(&report, false));
+        });
+    }
+}
+
+/// Redaction keeps what diagnosis needs: every example and hazard fixture, redacted,
+/// gives the same findings (rules, families, ranks, initiating finding).
+#[test]
+fn redacted_logs_diagnose_the_same() {
+    let engine = Engine::builtin();
+    let mut logs: Vec<(String, String)> =
+        torchdx_tests::examples(&engine).into_iter().map(|(r, n, l, _)| (format!("{r}::{n}"), l)).collect();
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hazards");
+    for e in std::fs::read_dir(&base).unwrap().flatten() {
+        let log = String::from_utf8_lossy(&std::fs::read(e.path().join("log.txt")).unwrap()).into_owned();
+        logs.push((e.file_name().to_string_lossy().into_owned(), log));
+    }
+    let shape = |r: &torchdx_core::Report| {
+        r.findings
+            .iter()
+            .map(|f| (f.id.clone(), f.family.clone(), f.rank, f.role, f.culprit.as_ref().map(|c| c.kind.clone())))
+            .collect::<Vec<_>>()
+    };
+    for (name, log) in logs {
+        let redacted = torchdx_core::redact::redact(&log);
+        let a = engine.diagnose(&log);
+        let b = engine.diagnose(&redacted.text);
+        assert_eq!(shape(&a), shape(&b), "{name}: redaction changed the diagnosis\n{}", redacted.text);
+        assert_eq!(a.initiating, b.initiating, "{name}");
+    }
+}

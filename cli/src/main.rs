@@ -46,6 +46,15 @@ enum Cmd {
         rules: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// Redact the log first (paths, users, hosts, IPs, e-mails, tokens) so the
+        /// report can be shared.
+        #[arg(long)]
+        redact: bool,
+    },
+    /// Print the log with secrets and identities replaced by placeholders.
+    Redact {
+        /// The log; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
     },
     /// Print a rule's encyclopedia entry.
     Explain {
@@ -189,6 +198,55 @@ fn engine_with(rules: &Option<PathBuf>) -> Result<Engine, Fail> {
     }
 }
 
+/// Inputs larger than this show a progress bar (on a terminal).
+const PROGRESS_MIN: u64 = 64 * 1024 * 1024;
+/// Read size: large reads keep a 1 GB log at disk speed.
+const CHUNK: usize = 8 * 1024 * 1024;
+
+/// Streams a file or standard input through the engine in large chunks, so memory
+/// stays bounded whatever the input size.
+fn diagnose_input(engine: &Engine, file: &Option<PathBuf>) -> Result<torchdx_core::Report, Fail> {
+    let (mut reader, name, len): (Box<dyn Read>, String, Option<u64>) = match file {
+        Some(p) if p.as_os_str() != "-" => {
+            let f = fs::File::open(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+            let len = f.metadata().ok().map(|m| m.len());
+            (Box::new(f), p.display().to_string(), len)
+        }
+        _ => (Box::new(io::stdin().lock()), "standard input".to_string(), None),
+    };
+    let bar = match len {
+        Some(n) if n > PROGRESS_MIN && io::stderr().is_terminal() => {
+            let b = indicatif::ProgressBar::new(n);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} diagnosing {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Some(b)
+        }
+        _ => None,
+    };
+    let mut d = engine.stream();
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Fail(format!("{name}: {e}"))),
+        };
+        d.feed(&buf[..n]);
+        if let Some(b) = &bar {
+            b.inc(n as u64);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(d.finish())
+}
+
 fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Fail> {
     match file {
         None => read_stdin(),
@@ -220,10 +278,15 @@ fn rule_dir(dir: &Option<PathBuf>) -> Option<PathBuf> {
 
 fn run(cli: Cli) -> Result<ExitCode, Fail> {
     match cli.cmd {
-        Cmd::Diagnose { file, format: fmt, rules, color } => {
+        Cmd::Diagnose { file, format: fmt, rules, color, redact } => {
             let engine = engine_with(&rules)?;
-            let bytes = read_input(&file)?;
-            let report = engine.diagnose_bytes(&bytes);
+            let report = if redact {
+                let bytes = read_input(&file)?;
+                let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
+                engine.diagnose(&r.text)
+            } else {
+                diagnose_input(&engine, &file)?
+            };
             let color = match color {
                 Color::Always => true,
                 Color::Never => false,
@@ -258,6 +321,18 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Eval { dir, json, verbose } => eval::run(&dir, json.as_deref(), verbose),
+        Cmd::Redact { file } => {
+            let bytes = read_input(&file)?;
+            let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
+            out(&r.text)?;
+            let summary: Vec<String> = r.counts.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+            let _ = writeln!(
+                io::stderr(),
+                "torchdx: redacted {}",
+                if summary.is_empty() { "nothing".to_string() } else { summary.join(", ") }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Rules { cmd } => rules(cmd),
     }
 }

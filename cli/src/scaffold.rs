@@ -291,7 +291,12 @@ pub(crate) fn docs(dir: &Path, check: bool) -> Result<ExitCode, Fail> {
 }
 
 /// Writes generated files, or (`check`) fails listing those whose content differs.
-pub(crate) fn write_or_check<S: AsRef<str>>(dir: &Path, files: &[(S, String)], check: bool, regen: &str) -> Result<ExitCode, Fail> {
+pub(crate) fn write_or_check<S: AsRef<str>>(
+    dir: &Path,
+    files: &[(S, String)],
+    check: bool,
+    regen: &str,
+) -> Result<ExitCode, Fail> {
     let mut stale = Vec::new();
     for (name, text) in files {
         let p = dir.join(name.as_ref());

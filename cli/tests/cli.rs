@@ -46,7 +46,8 @@ fn text_and_markdown_formats() {
 
 #[test]
 fn stdin_and_empty_input() {
-    let mut child = bin().args(["diagnose", "-", "--format", "json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        bin().args(["diagnose", "-", "--format", "json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     drop(child.stdin.take());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0));
@@ -122,7 +123,13 @@ fn builtin_pack_passes_check_fmt_docs_and_schema() {
         &["rules", "schema", "--check"][..],
     ] {
         let o = run(args);
-        assert_eq!(o.status.code(), Some(0), "torchdx {} failed (regenerate with the same command without --check):\n{}", args.join(" "), stdout(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "torchdx {} failed (regenerate with the same command without --check):\n{}",
+            args.join(" "),
+            stdout(&o)
+        );
     }
 }
 
@@ -133,7 +140,19 @@ fn rules_new_scaffold_is_complete() {
     let o = run(&["rules", "new", "widget-jam", "--dir", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0));
     let text = std::fs::read_to_string(dir.join("widget-jam.toml")).unwrap();
-    for key in ["id = ", "family = ", "mechanism = ", "checklist = ", "fix = ", "verify = ", "prevent = ", "missing = ", "next_action = ", "[[match]]", "[[example]]"] {
+    for key in [
+        "id = ",
+        "family = ",
+        "mechanism = ",
+        "checklist = ",
+        "fix = ",
+        "verify = ",
+        "prevent = ",
+        "missing = ",
+        "next_action = ",
+        "[[match]]",
+        "[[example]]",
+    ] {
         assert!(text.contains(key), "scaffold lacks {key}");
     }
     // Unfilled, it parses but its examples do not yet match: check says so.
@@ -159,4 +178,12 @@ fn eval_agrees_with_the_shared_scorer() {
     };
     let theirs = String::from_utf8_lossy(&theirs.stdout).lines().last().unwrap_or("").to_string();
     assert_eq!(ours, theirs);
+}
+
+#[test]
+fn hazard_fixtures_are_all_diagnosed() {
+    let o = run(&["eval", "tests/fixtures/hazards", "--verbose"]);
+    let s = stdout(&o);
+    let last = s.lines().last().unwrap_or("");
+    assert!(last.contains("family=1.00") && last.contains("cases=1.00") && last.contains("certain_wrong=0"), "{s}");
 }

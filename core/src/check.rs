@@ -275,9 +275,16 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
     }
     // Text left from `torchdx rules new` that was never filled in.
     for (i, line) in src.text.lines().enumerate() {
-        if !line.trim_start().starts_with('#') && (line.contains(SCAFFOLD_MARK) || line.contains("What went wrong, as a headline")) {
+        if !line.trim_start().starts_with('#')
+            && (line.contains(SCAFFOLD_MARK) || line.contains("What went wrong, as a headline"))
+        {
             let off = src.text.lines().take(i).map(|l| l.len() + 1).sum::<usize>();
-            out.push(diag(src, off, "this is still the text `torchdx rules new` wrote", Some("replace it with the real message, example log or explanation")));
+            out.push(diag(
+                src,
+                off,
+                "this is still the text `torchdx rules new` wrote",
+                Some("replace it with the real message, example log or explanation"),
+            ));
         }
     }
     for text in texts {

@@ -54,6 +54,14 @@ impl Style {
 }
 
 fn who(f: &Finding) -> String {
+    if let Some(s) = f.evidence.get("suspect_rank").and_then(|v| v.as_u64()) {
+        let by = if f.ranks.len() > 1 {
+            format!("reported by ranks {}", compress_ranks(&f.ranks))
+        } else {
+            "reported by other ranks".into()
+        };
+        return format!("{by}; points at rank {s}");
+    }
     if f.ranks.len() > 1 {
         format!("ranks {}", compress_ranks(&f.ranks))
     } else if let Some(r) = f.rank {
@@ -85,15 +93,12 @@ pub fn text(report: &Report, color: bool) -> String {
             Role::Independent => "independent",
             Role::Collateral => "collateral",
         };
-        let w = who(f);
-        let _ = writeln!(
-            o,
-            "{} {} [{}]{}",
-            st.red("●"),
-            st.bold(&f.title),
-            f.id,
-            if w.is_empty() { String::new() } else { format!(" on {w}") }
-        );
+        let w = match who(f) {
+            w if w.is_empty() => w,
+            w if w.starts_with("reported") => format!(" {w}"),
+            w => format!(" on {w}"),
+        };
+        let _ = writeln!(o, "{} {} [{}]{}", st.red("●"), st.bold(&f.title), f.id, w);
         let _ = writeln!(
             o,
             "  {}",
@@ -284,12 +289,34 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Greedy word wrap; single line breaks in rule prose are soft, blank lines separate
-/// paragraphs.
+/// paragraphs, and list items (`* `, `- `, `1. `) start their own line.
 fn wrap(s: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, para) in s.trim().split("\n\n").enumerate() {
+    let mut paras: Vec<String> = Vec::new();
+    for (i, block) in s.trim().split("\n\n").enumerate() {
         if i > 0 {
+            paras.push(String::new());
+        }
+        let mut cur = String::new();
+        for l in block.lines() {
+            let t = l.trim_start();
+            let item = t.starts_with("* ")
+                || t.starts_with("- ")
+                || t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if item && !cur.is_empty() {
+                paras.push(std::mem::take(&mut cur));
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(t);
+        }
+        paras.push(cur);
+    }
+    for para in &paras {
+        if para.is_empty() {
             out.push(String::new());
+            continue;
         }
         let mut line = String::new();
         for w in para.split_whitespace() {

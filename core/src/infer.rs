@@ -208,6 +208,7 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
         }
     }
     derive(&mut ev);
+    scrub(&mut ev);
     if let Some(v) = &rule.spec.matches[e.template].torch {
         ev.insert("torch_versions".into(), Value::from(v.clone()));
     }
@@ -244,13 +245,16 @@ fn user_frame<'a>(s: &'a Stream<'_>, tb: Option<&'a Traceback>) -> Option<&'a Fr
 
 fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     let members: Vec<&Traceback> = s.tracebacks.iter().filter(|t| t.chain == chain).collect();
-    // The exception that ended the program: the last top-level one of the chain.
-    let tb = members
+    // In a chain (`During handling ...`, `raise ... from ...`) the first exception is
+    // the original failure; the last one is what ended the program.
+    let top: Vec<&&Traceback> = members.iter().filter(|t| t.link != crate::grammar::traceback::Link::Nested).collect();
+    let tb = top
         .iter()
-        .rev()
-        .find(|t| t.exception.is_some() && t.link != crate::grammar::traceback::Link::Nested)
-        .or_else(|| members.iter().rev().find(|t| t.exception.is_some()))
+        .find(|t| t.exception.is_some())
+        .copied()
+        .or_else(|| members.iter().find(|t| t.exception.is_some()))
         .or_else(|| members.last())?;
+    let final_exc = top.iter().rev().find_map(|t| t.exception.as_ref()).filter(|x| Some(*x) != tb.exception.as_ref());
     let mut ev = Evidence::new();
     let x = tb.exception.as_ref();
     if let Some(x) = x {
@@ -260,6 +264,16 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     if x.is_none() && tb.frames.is_empty() {
         return None;
     }
+    // A traceback without an exception line is a cut paste only at the end of the log;
+    // elsewhere it is a stack printed on purpose (anomaly mode's forward trace, warnings).
+    if x.is_none() && s.tracebacks.iter().any(|t| t.start > tb.end) {
+        return None;
+    }
+    if let Some(fx) = final_exc {
+        ev.insert("final_exception".into(), Value::from(fx.short_class()));
+        ev.insert("final_message".into(), Value::from(clip(&flatten(&fx.message))));
+    }
+    scrub(&mut ev);
     let f = user_frame(s, Some(tb));
     if let Some(f) = f {
         ev.insert("failing_frame".into(), Value::from(f.short()));
@@ -308,6 +322,19 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     let handled = logged(s, tb.start);
     let per_rank = per_rank_of(&finding);
     Some(Draft { finding, collateral: false, recognized: false, handled, ts, per_rank, reports: 1, key })
+}
+
+/// A report never repeats a credential the log happened to contain (a token in a
+/// failing command line, an `Authorization` header in an HTTP error message).
+fn scrub(ev: &mut Evidence) {
+    for v in ev.values_mut() {
+        if let Value::String(s) = v {
+            let clean = crate::redact::scrub_secrets(s);
+            if clean != *s {
+                *s = clean;
+            }
+        }
+    }
 }
 
 fn per_rank_of(f: &Finding) -> Vec<(u32, Option<String>)> {

@@ -102,7 +102,10 @@ fn memchr_nl(b: &[u8]) -> Option<usize> {
 /// unprefixed continuation lines of a ranked multi-line message stay with it.
 #[derive(Default, Debug, Clone)]
 pub struct Cleaner {
-    _private: (),
+    /// Rank of the last line if it was a ranked C++ log line (or its continuation):
+    /// its unprefixed continuation lines (`Last error:`, `ncclRemoteError: ...`) stay
+    /// with it.
+    continues: Option<u32>,
 }
 
 impl Cleaner {
@@ -122,8 +125,40 @@ impl Cleaner {
         let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated, logger: false };
         let rest = strip_prefixes(&text, &mut line);
         line.text = rest.to_string();
+        let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && is_continuation(&line.text);
+        if bare {
+            if let Some(r) = self.continues {
+                line.rank = Some(r);
+            }
+        } else if line.rank.is_some() && line.level.is_some() {
+            self.continues = line.rank;
+        } else {
+            self.continues = None;
+        }
+        if line.text.trim().is_empty() {
+            self.continues = None;
+        }
         line
     }
+}
+
+/// Lines that continue a C++ log record rather than start a new one.
+fn is_continuation(t: &str) -> bool {
+    const STARTS: &[&str] = &[
+        "Last error:",
+        "ncclSystemError",
+        "ncclRemoteError",
+        "ncclInternalError",
+        "ncclInvalid",
+        "ncclUnhandled",
+        "Exception raised from",
+        "frame #",
+        "Search for `",
+        "CUDA kernel errors",
+        "For debugging consider",
+        "Compile with `",
+    ];
+    (t.starts_with(' ') || t.starts_with('\t')) && !t.trim().is_empty() || STARTS.iter().any(|p| t.starts_with(p))
 }
 
 /// Keeps what a terminal would show after `\r` overwrites: the last non-empty segment.
@@ -224,6 +259,8 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
             s = rest;
         } else if let Ok((rest, ())) = misc_prefix(s) {
             s = rest;
+        } else if let Ok((rest, ())) = viewer_line_number(s) {
+            s = rest;
         } else if let Ok((rest, rank)) = template_prefix(s) {
             line.rank.get_or_insert(rank);
             s = rest;
@@ -285,6 +322,12 @@ fn template_prefix(i: &str) -> IResult<&str, u32> {
     Ok((rest, n))
 }
 
+/// A log viewer's own line number: `[80746] ` (bracketed digits and a space).
+fn viewer_line_number(i: &str) -> IResult<&str, ()> {
+    let (rest, _) = (char('['), take_while_m_n(1, 9, |c: char| c.is_ascii_digit()), tag("] ")).parse(i)?;
+    Ok((rest, ()))
+}
+
 /// srun `--label` output: `3: `.
 fn srun_prefix(i: &str) -> IResult<&str, u32> {
     let (rest, (n, _)) = (take_while_m_n(1, 4, |c: char| c.is_ascii_digit()), tag(": ")).parse(i)?;
@@ -313,7 +356,7 @@ fn clock(i: &str) -> IResult<&str, (u32, u32, u32, u32)> {
 /// `[E ProcessGroupNCCL.cpp:475] `, `[W socket.cpp:663] `.
 fn glog_prefix(i: &str) -> IResult<&str, (char, Option<Timestamp>)> {
     let (rest, open) = opt(char('[')).parse(i)?;
-    let (rest, level) = one_of("IWEF").parse(rest)?;
+    let (rest, level) = one_of("IWEFVDC").parse(rest)?;
     let (rest, ts) = if open.is_some() && rest.starts_with(' ') {
         (rest, None)
     } else {
@@ -459,12 +502,26 @@ mod tests {
             ("node01:default:2| [rank2]: Traceback", "Traceback", Some(2), None),
             ("gpu-3:trainer:5| boom", "boom", Some(5), None),
             ("[4]: RuntimeError: x", "RuntimeError: x", Some(4), None),
+            ("[80746] [rank0]:[E321 10:00:00.1 x.cpp:1] boom", "boom", Some(0), Some('E')),
             ("step 50: loss=2.3", "step 50: loss=2.3", None, None),
         ];
         for (input, text, rank, level) in table {
             let l = clean(input);
             assert_eq!((l.text.as_str(), l.rank, l.level), (*text, *rank, *level), "{input}");
         }
+    }
+
+    #[test]
+    fn continuation_lines_of_a_ranked_log_line() {
+        let mut c = Cleaner::default();
+        let a = c.line(1, b"[rank1]:[E1118 20:32:23.955 ProcessGroupNCCL.cpp:1] NCCL error: remote process exited");
+        let b = c.line(2, b"ncclRemoteError: A call failed");
+        let t = c.line(3, b"terminate called after throwing an instance of 'c10::DistBackendError'");
+        assert_eq!(t.rank, None);
+        let _ = c.line(3, b"[rank1]:[E1118 20:32:23.955 ProcessGroupNCCL.cpp:1] again");
+        let d = c.line(3, b"W1118 20:32:24.000000 77 api.py:1] Sending process 5 closing signal SIGTERM");
+        let e = c.line(4, b"plain launcher text");
+        assert_eq!((a.rank, b.rank, d.rank, e.rank), (Some(1), Some(1), None, None));
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub mod grammar;
 pub mod infer;
 pub mod ingest;
 pub mod pack;
+pub mod redact;
 pub mod render;
 pub mod report;
 pub mod stream;

@@ -357,7 +357,8 @@ fn with_hint(mut e: PackError, hint: &str) -> PackError {
 }
 
 const HINT_KEYS: &str = "rules/README.md lists the keys a rule file takes; top-level keys must come before any [[match]], [[case]] or [[example]] table";
-const HINT_TEMPLATE: &str = "the template language: literal text, `{kind:name}` captures, `{?optional}`, `{a|b}`; see rules/README.md";
+const HINT_TEMPLATE: &str =
+    "the template language: literal text, `{kind:name}` captures, `{?optional}`, `{a|b}`; see rules/README.md";
 
 /// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
 pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
@@ -395,7 +396,10 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
             let raw = &src.text[span.start.min(src.text.len())..span.end.min(src.text.len())];
             let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") { 3 } else { 1 };
             let nl = if raw[quote.min(raw.len())..].starts_with('\n') { 1 } else { 0 };
-            with_hint(error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message)), HINT_TEMPLATE)
+            with_hint(
+                error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message)),
+                HINT_TEMPLATE,
+            )
         })?;
         templates.push(t);
     }

@@ -443,7 +443,7 @@ impl<'h> Matcher<'h> {
             // Lazy: the shortest non-empty text after which the rest matches; `text`
             // stays on one line, `any` may cross line breaks.
             let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
-            let last = next.seq.is_empty() && next.next.is_none();
+            let last = cont_exhausted(next);
             let mut ends: Vec<usize> =
                 s[..floor_boundary(s, line_end)].char_indices().map(|(k, c)| k + c.len_utf8()).collect();
             if last {
@@ -538,6 +538,11 @@ impl<'h> Matcher<'h> {
         }
         r
     }
+}
+
+/// Whether nothing remains to match after this point of the template.
+fn cont_exhausted(c: &Cont<'_>) -> bool {
+    c.seq.is_empty() && c.next.is_none_or(cont_exhausted)
 }
 
 fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
@@ -682,6 +687,8 @@ mod tests {
         assert_eq!(c[0].1, Value::from("Socket Timeout"));
         let c = caps("size mismatch for {text:key}: copying", "size mismatch for fc.weight: copying");
         assert_eq!(c[0].1, Value::from("fc.weight"));
+        let c = caps("got error{?: {text:what}}", "got error: Socket Timeout\nnext");
+        assert_eq!(c[0].1, Value::from("Socket Timeout"));
     }
 
     #[test]

@@ -83,16 +83,16 @@ mod js {
 
     #[test]
     fn options_null_and_empty_mean_builtin() {
-        let a = torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(JsValue::NULL)).unwrap();
+        let a = torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(JsValue::NULL.into())).unwrap();
         let empty = js_sys::JSON::parse(r#"{"rules": []}"#).unwrap();
-        let b = torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(empty)).unwrap();
+        let b = torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(empty.into())).unwrap();
         assert_eq!(a, b);
     }
 
     #[test]
     fn unknown_option_throws() {
         let bad = js_sys::JSON::parse(r#"{"rule": []}"#).unwrap();
-        assert!(torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(bad)).is_err());
+        assert!(torchdx_wasm::js_diagnose_json(DEVICE_LOG, Some(bad.into())).is_err());
     }
 
     #[test]

@@ -509,7 +509,7 @@ function timeline(report, primaryIndex) {
           "li",
           { class: `role-${f ? f.role : "independent"}${t.finding === primaryIndex ? " first" : ""}` },
           t.time ? h("span", { class: "time" }, t.time) : null,
-          t.ranks && t.ranks.length ? h("span", { class: "rank-chip" }, `${t.ranks.length > 1 ? "ranks" : "rank"} ${rankList(t.ranks)}`) : null,
+          t.ranks && t.ranks.length && !/\brank/.test(t.text) ? h("span", { class: "rank-chip" }, `${t.ranks.length > 1 ? "ranks" : "rank"} ${rankList(t.ranks)}`) : null,
           h("a", { href: `#finding-${t.finding}`, class: "tl-text" }, t.text),
         );
       }),
@@ -762,48 +762,64 @@ function renderRuleList() {
 }
 
 function showRule(id) {
-  let ex;
+  let rule;
   try {
-    ex = engine.explain(id);
+    rule = engine.explain(id);
   } catch (e) {
-    ex = undefined;
+    rule = undefined;
   }
   els.ruleDetail.hidden = false;
-  if (!ex) {
-    els.ruleDetail.replaceChildren(h("p", {}, `No rule with id `, h("code", {}, id), "."));
+  if (!rule) {
+    els.ruleDetail.replaceChildren(h("p", {}, "No rule with id ", h("code", {}, id), "."));
     return;
   }
-  const rule = ex.rule && typeof ex.rule === "object" ? { ...ex.rule, ...ex } : ex;
-  const textKeys = ["summary", "mechanism", "fix", "verify", "prevent", "next_action"];
-  const listKeys = ["checklist", "missing", "templates", "examples", "related"];
-  const shownKeys = new Set(["id", "title", "family", "rule", ...textKeys, ...listKeys]);
-  const parts = [
-    h("div", { class: "section-head" }, h("h3", {}, ruleText(rule, "title") || id), h("button", { type: "button", class: "link", onclick: () => (els.ruleDetail.hidden = true) }, "Back to the list")),
-    h("div", { class: "meta" }, h("code", {}, rule.id || id), ruleText(rule, "family") ? h("span", { class: "family" }, rule.family) : null),
-  ];
-  for (const k of textKeys) {
-    if (ruleText(rule, k)) parts.push(h("section", {}, h("h4", {}, k.replace(/_/g, " ")), h("div", { class: "md" }, markdown(rule[k]))));
-  }
-  for (const k of listKeys) {
-    const v = rule[k];
-    if (Array.isArray(v) && v.length) {
-      parts.push(
-        h(
+  const text = (title, value) => (value ? h("section", {}, h("h4", {}, title), h("div", { class: "md" }, markdown(value))) : null);
+  const list = (title, items, render = (x) => inline(x)) =>
+    items && items.length ? h("section", {}, h("h4", {}, title), h("ul", {}, items.map((x) => h("li", {}, render(x))))) : null;
+  els.ruleDetail.replaceChildren(
+    h(
+      "div",
+      { class: "section-head" },
+      h("h3", {}, rule.title),
+      h("button", { type: "button", class: "link", onclick: () => (els.ruleDetail.hidden = true) }, "Back to the list"),
+    ),
+    h(
+      "div",
+      { class: "meta" },
+      h("code", {}, rule.id),
+      rule.family !== rule.id ? h("span", { class: "family" }, rule.family) : null,
+      confidenceChip(rule.confidence),
+      rule.collateral ? h("span", { class: "chip" }, "usually collateral") : null,
+    ),
+    h("p", {}, inline(rule.summary)),
+    list("Messages it recognises", rule.match, (m) => [h("code", { class: "template" }, m.template), m.torch ? h("span", { class: "muted" }, ` torch ${m.torch}`) : null]),
+    text("Mechanism", rule.mechanism),
+    list("Checklist", rule.checklist),
+    text("Fix", rule.fix),
+    text("Verify", rule.verify),
+    text("Prevent", rule.prevent),
+    list("What the log may not show", rule.missing),
+    text("Next action", rule.next_action),
+    rule.related && rule.related.length
+      ? h("section", {}, h("h4", {}, "Related"), h("div", { class: "related" }, rule.related.map((r) => h("button", { type: "button", class: "chip link-chip", onclick: () => showRule(r) }, r))))
+      : null,
+    rule.example && rule.example.length
+      ? h(
           "section",
           {},
-          h("h4", {}, k.replace(/_/g, " ")),
-          h(
-            "ul",
-            {},
-            v.map((x) => h("li", {}, typeof x === "string" ? (k === "related" ? h("button", { type: "button", class: "chip link-chip", onclick: () => showRule(x) }, x) : inline(x)) : h("pre", {}, JSON.stringify(x, null, 2)))),
+          h("h4", {}, `Examples (${rule.example.length})`),
+          rule.example.map((e) =>
+            h(
+              "details",
+              { class: "example" },
+              h("summary", {}, e.name, h("span", { class: "muted" }, e.expect === "match" ? " · diagnosed by this rule" : " · not this rule")),
+              h("pre", {}, e.log),
+              h("button", { type: "button", class: "copy", onclick: () => { els.rulesDialog.close(); setInputText(e.log); run(); } }, "Diagnose this example"),
+            ),
           ),
-        ),
-      );
-    }
-  }
-  const rest = Object.fromEntries(Object.entries(rule).filter(([k]) => !shownKeys.has(k)));
-  if (Object.keys(rest).length) parts.push(h("details", {}, h("summary", {}, "All fields"), h("pre", {}, JSON.stringify(rest, null, 2))));
-  els.ruleDetail.replaceChildren(...parts);
+        )
+      : null,
+  );
   els.ruleDetail.scrollIntoView({ block: "nearest" });
 }
 
@@ -852,6 +868,17 @@ async function start() {
   document.body.dataset.ready = "1";
   updateStats();
   if (els.log.value.trim()) run();
+  // Compile the built-in rule pack while the user is still reading, so that the first
+  // diagnosis does not pay for it.
+  const warm = () => {
+    try {
+      engine.rules();
+    } catch {
+      /* reported when used */
+    }
+  };
+  if ("requestIdleCallback" in window) requestIdleCallback(warm, { timeout: 1000 });
+  else setTimeout(warm, 200);
 }
 
 start();

@@ -383,7 +383,9 @@ fn ipython_code(raw: &str) -> Option<Option<String>> {
 /// (`... a = t.numpy() TypeError: ` gives `TypeError`), for tracebacks pasted as one
 /// line and messages quoted in prose.
 pub fn class_before(before: &str) -> Option<&str> {
-    let t = before.trim_end().strip_suffix(':')?;
+    let b = before.trim_end();
+    // `RuntimeError: msg`, or a repr `RuntimeError('msg` inside an application log.
+    let t = b.strip_suffix(':').or_else(|| b.strip_suffix("('")).or_else(|| b.strip_suffix("(\""))?;
     let start = t.rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).map(|p| p + 1).unwrap_or(0);
     let class = &t[start..];
     exception_line(class).map(|(c, _)| c).filter(|c| c.len() == class.len())
@@ -496,6 +498,7 @@ mod tests {
         assert_eq!(class_before("torch.OutOfMemoryError:"), Some("torch.OutOfMemoryError"));
         assert_eq!(class_before("the error was: "), None);
         assert_eq!(class_before("ERROR: "), None);
+        assert_eq!(class_before("failed because of the following error: RuntimeError('"), Some("RuntimeError"));
     }
 
     #[test]
