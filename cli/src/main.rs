@@ -111,6 +111,8 @@ enum RulesCmd {
         #[arg(long)]
         check: bool,
     },
+    /// Print the literals the engine's scan searches for, one per line (for baselines).
+    Literals,
     /// Write every example log to DIR/<rule>--<example>.log.
     Examples {
         #[arg(long)]
@@ -391,6 +393,15 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
         RulesCmd::Test { dir, bless } => scaffold::test(&rule_dir(&dir), bless),
         RulesCmd::New { id, dir } => scaffold::new_rule(&id, &dir),
         RulesCmd::Fmt { dir, check } => scaffold::fmt(&rule_dir(&dir), check),
+        RulesCmd::Literals => {
+            let mut s = String::new();
+            for l in Engine::builtin().scan_literals() {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            out(&s)?;
+            Ok(ExitCode::SUCCESS)
+        }
         RulesCmd::Examples { out: dir } => {
             fs::create_dir_all(&dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
             let engine = Engine::builtin();

@@ -44,8 +44,28 @@ pub struct Engine {
     use_prefilter: bool,
     /// Texts rules ask about anywhere in the log (`log_contains`), searched on every line.
     needles: Vec<String>,
-    needle_ac: AhoCorasick,
+    /// One automaton over raw input for the streaming front end: template anchors and
+    /// structural literals (patterns `0..n_triggers`) mark lines worth keeping, the
+    /// needles (after them) mark `log_contains` texts as seen.
+    scan_ac: AhoCorasick,
+    n_triggers: usize,
 }
+
+/// Literals that start or carry structure the rules need even without an anchor.
+const STRUCTURAL: &[&str] = &[
+    "Traceback (most recent call last)",
+    "File \"",
+    "File /",
+    "File [",
+    "Cell In[",
+    "<ipython-input",
+    "Error:",
+    "Exception:",
+    "Interrupt",
+    "During handling of the above",
+    "The above exception",
+    "Root Cause",
+];
 
 /// Texts inference itself asks about anywhere in the log.
 const INFER_NEEDLES: &[&str] = &["load_state_dict", "LOCAL_RANK", "local_rank", "init_process_group"];
@@ -129,8 +149,17 @@ impl Engine {
                 }
             }
         }
-        let needle_ac = AhoCorasick::new(&needles).expect("needles are literals: the automaton always builds");
-        Engine { pack, prefilter, anchors, use_prefilter: true, needles, needle_ac }
+        let mut scan: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        scan.extend(STRUCTURAL);
+        let n_triggers = scan.len();
+        scan.extend(needles.iter().map(String::as_str));
+        // A full DFA: the scan touches every input byte, so its speed is the engine's.
+        let scan_ac = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&scan)
+            .expect("literals: the automaton always builds");
+        Engine { pack, prefilter, anchors, use_prefilter: true, needles, scan_ac, n_triggers }
     }
 
     /// Turns the prefilter off (every position is tried): for differential tests that
@@ -163,18 +192,61 @@ impl Engine {
         Diagnoser::new(self)
     }
 
-    pub(crate) fn has_anchor(&self, text: &str) -> bool {
-        !self.use_prefilter || self.prefilter.is_match(text)
-    }
-
     pub(crate) fn needle_count(&self) -> usize {
         self.needles.len()
     }
 
-    pub(crate) fn mark_needles(&self, text: &str, seen: &mut [bool]) {
-        for m in self.needle_ac.find_overlapping_iter(text) {
-            seen[m.pattern().as_usize()] = true;
+    /// Scans raw bytes: calls `trigger(offset, anchor)` for each template anchor
+    /// (`Some(pattern)`) or structural literal (`None`) and marks needles seen.
+    pub(crate) fn scan(&self, bytes: &[u8], seen: &mut [bool], mut trigger: impl FnMut(usize, Option<usize>)) {
+        let n_anchors = self.anchors.len();
+        // Overlapping: every anchor occurrence is seen, whatever other literal overlaps it.
+        for m in self.scan_ac.find_overlapping_iter(bytes) {
+            let p = m.pattern().as_usize();
+            if p < n_anchors {
+                trigger(m.start(), Some(p));
+            } else if p < self.n_triggers {
+                trigger(m.start(), None);
+            } else if let Some(s) = seen.get_mut(p - self.n_triggers) {
+                *s = true;
+            }
         }
+    }
+
+    /// Whether an anchor hit at `at` in a raw line could start one of its templates.
+    /// Lines with colour codes are always kept (a code may sit inside the message).
+    pub(crate) fn anchor_could_match(&self, raw: &[u8], at: usize, pattern: usize) -> bool {
+        // Only a plain ASCII line can be judged raw: colour codes, typographic quotes
+        // and full-width colons are normalised by the cleaner first.
+        if !raw.is_ascii()
+            || raw.contains(&0x1b)
+            || memchr::memmem::find(raw, b"[0m").is_some()
+            || memchr::memmem::find(raw, b"[1m").is_some()
+        {
+            return true;
+        }
+        let Ok(text) = std::str::from_utf8(raw) else { return true };
+        let rules = self.pack.rules();
+        self.anchors[pattern].iter().any(|&(ri, ti)| rules[ri].templates[ti].could_match_at(text, at))
+    }
+
+    /// The literals the streaming scan searches for (anchors, structure, needles): what a
+    /// `grep -F` baseline must search to do comparable work.
+    pub fn scan_literals(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .anchors
+            .iter()
+            .filter_map(|a| a.first())
+            .map(|&(ri, ti)| self.pack.rules()[ri].templates[ti].anchor().to_string())
+            .collect();
+        v.extend(STRUCTURAL.iter().map(|s| s.to_string()));
+        v.extend(self.needles.iter().cloned());
+        v
+    }
+
+    /// Whether every line must be treated as a trigger (prefilter off).
+    pub(crate) fn keep_everything(&self) -> bool {
+        !self.use_prefilter
     }
 
     /// Whether a needle was seen, given the flags a [`Diagnoser`] collected.
@@ -288,7 +360,9 @@ impl Engine {
                 e.tb.and_then(|t| tbs[t].exception.as_ref()).map(|x| x.short_class().to_string()).or_else(|| {
                     let line_start = starts[e.first];
                     let before = &hay[line_start..e.m.start];
-                    traceback::class_before(before).map(|c| c.rsplit('.').next().unwrap_or(c).to_string())
+                    traceback::class_before(before)
+                        .or_else(|| traceback::exception_line(before.trim()).map(|(c, _)| c))
+                        .map(|c| c.rsplit('.').next().unwrap_or(c).to_string())
                 });
             class.is_some_and(|c| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(c.as_str())))
         });

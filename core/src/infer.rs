@@ -193,7 +193,9 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
         let line = &s.lines[e.first].text;
         let col = e.m.start.saturating_sub(s.line_start(e.first)).min(line.len());
         let col = (0..=col).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
-        if let Some(class) = crate::grammar::traceback::class_before(&line[..col]) {
+        let class = crate::grammar::traceback::class_before(&line[..col])
+            .or_else(|| crate::grammar::traceback::exception_line(line[..col].trim()).map(|(c, _)| c));
+        if let Some(class) = class {
             ev.insert("exception".into(), Value::from(class.rsplit('.').next().unwrap_or(class)));
         }
         let mut text: Vec<&str> = vec![line[col..].trim()];

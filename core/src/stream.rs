@@ -1,22 +1,24 @@
 //! Streaming diagnosis with bounded memory.
 //!
 //! [`Diagnoser`] takes a log as byte chunks of any size and keeps only what the rules
-//! can use: per stream (rank), a short ring buffer of recent lines, and *windows*
-//! around lines where the prefilter finds a template anchor, a traceback starts, or an
-//! exception line appears (the ring supplies the traceback frames above it, a follow
-//! counter the message lines below). Everything else is counted and dropped. Whole-input
-//! diagnosis is this same path fed one chunk, so streaming and whole-input reports are
-//! identical by construction, whatever the chunking.
+//! can use. One aho-corasick pass over the raw bytes finds template anchors, structural
+//! literals (`Traceback (most recent call last)`, `File "`, `Error:`) and the texts rules
+//! ask about anywhere (`log_contains`); lines are split with memchr. A line with no hit
+//! is never decoded or parsed: it only goes, as raw bytes, into its rank's short ring
+//! buffer (the rank read from a cheap look at its prefix). A line with a hit is a
+//! trigger: its rank's ring (the traceback frames above it) and the next
+//! [`FOLLOW_LINES`] lines of that rank (the message below it) are cleaned and kept.
+//! Whole-input diagnosis is this same path fed one chunk, so streaming and whole-input
+//! reports are identical by construction, whatever the chunking.
 //!
 //! Memory is bounded independently of input size: lines are cut at
 //! [`ingest::MAX_LINE`], rings hold at most [`RING_LINES`] lines and [`RING_BYTES`]
-//! bytes per stream, at most [`MAX_STREAMS`] ranks get their own stream, and retained
-//! windows are capped at [`MAX_RETAINED_BYTES`] (the oldest half is evicted first:
-//! failures near the end of a log matter most).
+//! bytes per stream (buffers are reused), at most [`MAX_STREAMS`] ranks get a ring of
+//! their own, and kept windows are capped at [`MAX_RETAINED_BYTES`] (the oldest half is
+//! evicted first: failures near the end of a log matter most).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
-use crate::grammar::traceback;
 use crate::ingest::{self, Cleaner, Line};
 use crate::report::Report;
 use crate::Engine;
@@ -27,12 +29,14 @@ pub const RING_LINES: usize = 256;
 pub const RING_BYTES: usize = 256 * 1024;
 /// Lines kept after a trigger (multi-line messages, summaries).
 pub const FOLLOW_LINES: usize = 400;
-/// Ranks with a stream of their own; further ranks share the unranked stream.
+/// Ranks with a ring of their own; further ranks share the unranked one.
 pub const MAX_STREAMS: usize = 2048;
-/// Bytes of retained windows, all streams together.
-pub const MAX_RETAINED_BYTES: usize = 48 * 1024 * 1024;
+/// Bytes of kept windows, all streams together.
+pub const MAX_RETAINED_BYTES: usize = 40 * 1024 * 1024;
+/// Highest rank recorded in `input.ranks`.
+const MAX_RANK: u32 = 1 << 20;
 
-/// A retained line with its position in its stream.
+/// A kept line with its position in its stream.
 #[derive(Clone, Debug)]
 pub(crate) struct Kept {
     pub line: Line,
@@ -40,10 +44,17 @@ pub(crate) struct Kept {
     pub seq: u64,
 }
 
+#[derive(Debug)]
+struct RawLine {
+    no: u32,
+    seq: u64,
+    bytes: Vec<u8>,
+}
+
 #[derive(Default, Debug)]
-struct StreamState {
-    ring: VecDeque<Kept>,
-    ring_bytes: usize,
+struct Ring {
+    lines: VecDeque<RawLine>,
+    bytes: usize,
     follow: usize,
     seq: u64,
 }
@@ -54,18 +65,18 @@ struct StreamState {
 pub struct Diagnoser<'e> {
     engine: &'e Engine,
     cleaner: Cleaner,
-    /// Bytes of an unfinished last line.
+    /// Bytes of an unfinished last line (at most [`ingest::MAX_LINE`] of it).
     partial: Vec<u8>,
-    /// The unfinished line is longer than a line may be: the rest is skipped.
-    partial_overflow: bool,
     bytes: u64,
     lines: u32,
-    ranks: BTreeSet<u32>,
-    streams: BTreeMap<Option<u32>, StreamState>,
+    ranks: Vec<bool>,
+    /// Ring per quick rank: index 0 is unranked, `r + 1` is rank `r`.
+    rings: Vec<Ring>,
     kept: Vec<Kept>,
     kept_bytes: usize,
-    /// Which of the engine's `log_contains` needles occurred anywhere.
     seen: Vec<bool>,
+    /// Hits of the chunk being processed: offset and anchor pattern (None: structural).
+    hits: Vec<(usize, Option<usize>)>,
 }
 
 impl<'e> Diagnoser<'e> {
@@ -74,14 +85,14 @@ impl<'e> Diagnoser<'e> {
             engine,
             cleaner: Cleaner::default(),
             partial: Vec::new(),
-            partial_overflow: false,
             bytes: 0,
             lines: 0,
-            ranks: BTreeSet::new(),
-            streams: BTreeMap::new(),
+            ranks: Vec::new(),
+            rings: vec![Ring::default()],
             kept: Vec::new(),
             kept_bytes: 0,
             seen: vec![false; engine.needle_count()],
+            hits: Vec::new(),
         }
     }
 
@@ -89,83 +100,139 @@ impl<'e> Diagnoser<'e> {
     pub fn feed(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len() as u64;
         let mut rest = chunk;
-        while let Some(p) = rest.iter().position(|&b| b == b'\n') {
-            let (head, tail) = rest.split_at(p);
-            if self.partial.is_empty() && !self.partial_overflow {
-                self.line(head);
-            } else {
-                self.push_partial(head);
-                let raw = std::mem::take(&mut self.partial);
-                self.partial_overflow = false;
-                self.line(&raw);
+        // Finish a line begun in an earlier chunk.
+        if !self.partial.is_empty() {
+            match memchr(rest) {
+                Some(p) => {
+                    self.extend_partial(&rest[..p]);
+                    let raw = std::mem::take(&mut self.partial);
+                    self.whole_line(&raw);
+                    rest = &rest[p + 1..];
+                }
+                None => {
+                    self.extend_partial(rest);
+                    return;
+                }
             }
-            rest = &tail[1..];
         }
-        self.push_partial(rest);
+        // Complete lines of this chunk: one scan for triggers, then line by line.
+        let complete = match memchr::memrchr(b'\n', rest) {
+            Some(p) => p + 1,
+            None => 0,
+        };
+        let (body, tail) = rest.split_at(complete);
+        let mut hits = std::mem::take(&mut self.hits);
+        hits.clear();
+        self.engine.scan(body, &mut self.seen, |off, p| hits.push((off, p)));
+        hits.sort_unstable();
+        let mut h = 0;
+        let mut start = 0;
+        while start < body.len() {
+            let end = memchr(&body[start..]).map(|p| start + p).unwrap_or(body.len());
+            while h < hits.len() && hits[h].0 < start {
+                h += 1;
+            }
+            let mut hit = false;
+            let line = &body[start..end];
+            while h < hits.len() && hits[h].0 < end {
+                let (off, p) = hits[h];
+                hit = hit || p.is_none_or(|p| self.engine.anchor_could_match(line, off - start, p));
+                h += 1;
+            }
+            self.line(line, hit);
+            start = end + 1;
+        }
+        self.hits = hits;
+        self.extend_partial(tail);
     }
 
-    fn push_partial(&mut self, bytes: &[u8]) {
+    fn extend_partial(&mut self, bytes: &[u8]) {
         let room = (ingest::MAX_LINE + 4).saturating_sub(self.partial.len());
-        if bytes.len() > room {
-            self.partial.extend_from_slice(&bytes[..room]);
-            self.partial_overflow = true;
-        } else {
-            self.partial.extend_from_slice(bytes);
-        }
+        self.partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// A line assembled across chunks: scanned on its own.
+    fn whole_line(&mut self, raw: &[u8]) {
+        let mut hits = Vec::new();
+        self.engine.scan(raw, &mut self.seen, |off, p| hits.push((off, p)));
+        let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| self.engine.anchor_could_match(raw, off, p)));
+        self.line(raw, hit);
     }
 
     /// Ends the input and diagnoses what was kept.
     pub fn finish(mut self) -> Report {
         if !self.partial.is_empty() {
             let raw = std::mem::take(&mut self.partial);
-            self.line(&raw);
+            self.whole_line(&raw);
         }
-        let ranks: Vec<u32> = self.ranks.iter().copied().collect();
+        let ranks: Vec<u32> = self.ranks.iter().enumerate().filter(|(_, s)| **s).map(|(r, _)| r as u32).collect();
         self.engine.diagnose_kept(self.bytes, self.lines, ranks, self.kept, &self.seen)
     }
 
-    fn line(&mut self, raw: &[u8]) {
+    fn line(&mut self, raw: &[u8], hit: bool) {
         self.lines += 1;
-        let mut line = self.cleaner.line(self.lines, raw);
-        if let Some(r) = line.rank {
-            self.ranks.insert(r);
-            if !self.streams.contains_key(&Some(r)) && self.streams.len() >= MAX_STREAMS {
-                line.rank = None;
+        let no = self.lines;
+        let raw = &raw[..raw.len().min(ingest::MAX_LINE)];
+        let qrank = quick_rank(raw);
+        if let Some(r) = qrank.filter(|r| *r < MAX_RANK) {
+            let r = r as usize;
+            if r >= self.ranks.len() {
+                self.ranks.resize(r + 1, false);
             }
+            self.ranks[r] = true;
         }
-        self.engine.mark_needles(&line.text, &mut self.seen);
-        let trigger = self.engine.has_anchor(&line.text) || is_structural(&line.text);
-        let st = self.streams.entry(line.rank).or_default();
-        let seq = st.seq;
-        st.seq += 1;
-        let kept = Kept { line, seq };
-        if trigger || st.follow > 0 {
-            if trigger {
-                st.follow = FOLLOW_LINES;
-            } else {
-                st.follow -= 1;
+        let slot = match qrank {
+            Some(r) if (r as usize) < MAX_STREAMS => r as usize + 1,
+            _ => 0,
+        };
+        if slot >= self.rings.len() {
+            self.rings.resize_with(slot + 1, Ring::default);
+        }
+        let trigger = hit || self.engine.keep_everything() || ends_like_exception(raw);
+        let ring = &mut self.rings[slot];
+        let seq = ring.seq;
+        ring.seq += 1;
+        if trigger || ring.follow > 0 {
+            ring.follow = if trigger { FOLLOW_LINES } else { ring.follow - 1 };
+            ring.bytes = 0;
+            let held: Vec<RawLine> = ring.lines.drain(..).collect();
+            for r in held {
+                self.keep(r.no, r.seq, &r.bytes);
             }
-            let ring: Vec<Kept> = st.ring.drain(..).collect();
-            st.ring_bytes = 0;
-            for k in ring {
-                self.keep(k);
-            }
-            self.keep(kept);
+            self.keep(no, seq, raw);
         } else {
-            st.ring_bytes += kept.line.text.len();
-            st.ring.push_back(kept);
-            while st.ring.len() > RING_LINES || st.ring_bytes > RING_BYTES {
-                match st.ring.pop_front() {
-                    Some(old) => st.ring_bytes -= old.line.text.len(),
+            // Reuse the oldest buffer once the ring is full.
+            let mut buf = Vec::new();
+            if ring.lines.len() >= RING_LINES {
+                if let Some(old) = ring.lines.pop_front() {
+                    ring.bytes -= old.bytes.len();
+                    buf = old.bytes;
+                }
+            }
+            buf.clear();
+            buf.extend_from_slice(raw);
+            ring.bytes += buf.len();
+            ring.lines.push_back(RawLine { no, seq, bytes: buf });
+            while ring.bytes > RING_BYTES {
+                match ring.lines.pop_front() {
+                    Some(old) => ring.bytes -= old.bytes.len(),
                     None => break,
                 }
             }
         }
     }
 
-    fn keep(&mut self, k: Kept) {
-        self.kept_bytes += k.line.text.len() + 64;
-        self.kept.push(k);
+    fn keep(&mut self, no: u32, seq: u64, raw: &[u8]) {
+        let line = self.cleaner.line(no, raw);
+        if let Some(r) = line.rank.filter(|r| *r < MAX_RANK) {
+            let r = r as usize;
+            if r >= self.ranks.len() {
+                self.ranks.resize(r + 1, false);
+            }
+            self.ranks[r] = true;
+        }
+        self.kept_bytes += line.text.len() + 64;
+        self.kept.push(Kept { line, seq });
         if self.kept_bytes > MAX_RETAINED_BYTES {
             // Evict the oldest half: the end of a log is where failures are.
             let half = self.kept.len() / 2;
@@ -176,16 +243,59 @@ impl<'e> Diagnoser<'e> {
     }
 }
 
-/// Lines that may begin or end a structure the rules need even without an anchor:
-/// traceback headers and frames, chaining separators, exception lines.
-fn is_structural(t: &str) -> bool {
-    let s = t.trim_start();
-    s.contains("Traceback (most recent call last)")
-        || s.starts_with("File ")
-        || s.starts_with("The above exception")
-        || s.starts_with("During handling of the above")
-        || traceback::exception_line(s.trim_end()).is_some_and(|(class, _)| {
-            let last = class.rsplit('.').next().unwrap_or(class);
-            ["Error", "Exception", "Interrupt", "Exit", "Failure", "Warning"].iter().any(|k| last.ends_with(k))
-        })
+fn memchr(b: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\n', b)
+}
+
+/// The rank a raw line's prefix names, read cheaply: `[rankN]:`, `rankN]:`,
+/// `[defaultN]:` (any `[roleN]:`), possibly after `[defaultM]:`. Lines whose rank is
+/// hidden further in (timestamps, template prefixes) count as unranked here; the full
+/// cleaner still attributes them when they are kept.
+fn quick_rank(raw: &[u8]) -> Option<u32> {
+    let mut s = raw;
+    let mut found = None;
+    for _ in 0..2 {
+        let body = s.strip_prefix(b"[").unwrap_or(s);
+        let letters = body.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+        if letters == 0 || letters > 16 {
+            break;
+        }
+        let digits = body[letters..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 6 || !body[letters + digits..].starts_with(b"]:") {
+            break;
+        }
+        let n: u32 = std::str::from_utf8(&body[letters..letters + digits]).ok()?.parse().ok()?;
+        // `[rankN]` wins over a launcher's `[defaultN]` local rank.
+        if found.is_none() || &body[..letters] == b"rank" {
+            found = Some(n);
+        }
+        s = &body[letters + digits + 2..];
+    }
+    found
+}
+
+/// A bare exception class at the end of a line (`KeyboardInterrupt`, `SomeError`).
+fn ends_like_exception(raw: &[u8]) -> bool {
+    let t = raw.strip_suffix(b"\r").unwrap_or(raw);
+    t.ends_with(b"Error") || t.ends_with(b"Exception") || t.ends_with(b"Exit")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_ranks() {
+        let table: [(&[u8], Option<u32>); 6] = [
+            (b"[rank3]: x", Some(3)),
+            (b"rank7]: x", Some(7)),
+            (b"[default2]:[rank5]: x", Some(5)),
+            (b"[default2]:x", Some(2)),
+            (b"[0]:", None),
+            (b"step 5: x", None),
+        ];
+        for (raw, want) in table {
+            assert_eq!(quick_rank(raw), want, "{}", String::from_utf8_lossy(raw));
+        }
+    }
 }

@@ -177,12 +177,24 @@ impl Template {
         out
     }
 
+    /// Whether the template could match at `start` if `hay` went on: it matches, or
+    /// `hay` ends before the template fails. The streaming front end uses this on a
+    /// single line to tell an anchor hit worth keeping from a common word.
+    pub fn could_match_at(&self, hay: &str, start: usize) -> bool {
+        if !hay.is_char_boundary(start) {
+            return false;
+        }
+        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial: true };
+        let cont = Cont { seq: &self.pieces, next: None };
+        m.run(&cont, start).is_some()
+    }
+
     /// Matches the template starting exactly at byte `start` of `hay`.
     pub fn match_at(&self, hay: &str, start: usize) -> Option<Match> {
         if !hay.is_char_boundary(start) {
             return None;
         }
-        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0 };
+        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial: false };
         let cont = Cont { seq: &self.pieces, next: None };
         let end = m.run(&cont, start)?;
         Some(Match { start, end, captures: m.caps, literal_len: m.lit })
@@ -376,6 +388,8 @@ struct Matcher<'h> {
     steps: u32,
     caps: Vec<(String, Value)>,
     lit: usize,
+    /// Running out of input counts as success (see [`Template::could_match_at`]).
+    partial: bool,
 }
 
 impl<'h> Matcher<'h> {
@@ -390,6 +404,9 @@ impl<'h> Matcher<'h> {
                 None => Some(pos),
             };
         };
+        if self.partial && self.hay[pos..].trim().is_empty() {
+            return Some(pos);
+        }
         let next = Cont { seq: rest, next: cont.next };
         match piece {
             Piece::Space => {
@@ -398,7 +415,12 @@ impl<'h> Matcher<'h> {
                 self.run(&next, pos + skip)
             }
             Piece::Lit(l) => {
-                let end = match_literal(self.hay, pos, l)?;
+                let end = match match_literal(self.hay, pos, l) {
+                    Some(e) => e,
+                    // The input ended inside the literal: a prefix of it matched.
+                    None if self.partial && l.starts_with(self.hay[pos..].trim_end()) => return Some(self.hay.len()),
+                    None => return None,
+                };
                 self.lit += l.len();
                 let r = self.run(&next, end);
                 if r.is_none() {
@@ -700,6 +722,15 @@ mod tests {
         // A short line's break is a real line end, not a wrap.
         let t = Template::parse("rank {int:r} done").unwrap();
         assert!(t.find("rank 1\n2 done", 0).is_none());
+    }
+
+    #[test]
+    fn prefix_matching_for_the_prefilter() {
+        let t = Template::parse("NCCL error in: {path:file}, {text:what}, NCCL version {word:v}").unwrap();
+        assert!(t.could_match_at("NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled", 0));
+        assert!(t.could_match_at("NCCL err", 0));
+        assert!(!t.could_match_at("NCCL INFO Channel 00/0 : 3 -> 4", 0));
+        assert!(!t.could_match_at("x NCCL error in: a", 0));
     }
 
     #[test]

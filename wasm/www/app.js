@@ -402,7 +402,7 @@ function showError(e) {
 const ROLE_LABEL = { initiating: "Initiating failure", collateral: "Collateral", independent: "Independent failure" };
 const EVIDENCE_ORDER = ["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
 
-function renderResult({ report, excerpts, lineCount, ms, via }, fileName) {
+function renderResult({ report, excerpts, ms, via }, fileName) {
   els.result.dataset.state = "done";
   els.result.dataset.via = via;
   const findings = report.findings || [];
@@ -483,7 +483,6 @@ function renderResult({ report, excerpts, lineCount, ms, via }, fileName) {
   );
   els.result.replaceChildren(...children);
   els.result.scrollTop = 0;
-  if (lineCount !== report.input.lines) els.result.dataset.lineMismatch = `${lineCount}/${report.input.lines}`;
 }
 
 function download(name, text) {

@@ -1,0 +1,64 @@
+// The built npm packages (after wasm/build.sh): shape, API, generated types.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+const read = (p) => readFileSync(join(root, p), "utf8");
+
+test("both packages are npm-shaped", () => {
+  for (const dir of ["wasm/pkg", "wasm/pkg-node"]) {
+    const pkg = JSON.parse(read(`${dir}/package.json`));
+    for (const file of [pkg.main, pkg.types, "torchdx_wasm_bg.wasm"]) {
+      assert.ok(existsSync(join(root, dir, file)), `${dir}/${file}`);
+    }
+    assert.match(pkg.version, /^\d+\.\d+\.\d+/);
+  }
+  assert.equal(JSON.parse(read("wasm/pkg/package.json")).type, "module");
+  assert.equal(JSON.parse(read("wasm/pkg-node/package.json")).type, "commonjs");
+});
+
+test("the .d.ts declares the report types generated from Rust, and optional options", () => {
+  const dts = read("wasm/pkg/torchdx_wasm.d.ts");
+  for (const decl of ["export interface Report", "export interface Finding", "export type Role", "export interface RuleSpec", "export interface RuleSummary", "export interface DiagnoseOptions"]) {
+    assert.ok(dts.includes(decl), decl);
+  }
+  assert.match(dts, /collateral_of: number \| null;/);
+  assert.match(dts, /export function diagnose\(text: string, options\?: DiagnoseOptions \| null\): Report;/);
+});
+
+test("pkg-node API: diagnose, diagnoseJson, explain, rules, version, extra rules", () => {
+  const dx = require(join(root, "wasm/pkg-node/torchdx_wasm.js"));
+  const log = read("tests-js/fixtures/device-mismatch.log");
+  const report = dx.diagnose(log);
+  assert.equal(report.schema, "torchdx/report@1");
+  assert.deepEqual(report, JSON.parse(dx.diagnoseJson(log)));
+  assert.deepEqual(report, dx.diagnoseBytes(readFileSync(join(root, "tests-js/fixtures/device-mismatch.log"))));
+  assert.equal(Object.getPrototypeOf(report.findings[0].evidence), Object.prototype, "evidence is a plain object");
+
+  const ids = dx.rules().map((r) => r.id);
+  assert.ok(ids.includes("device-mismatch"));
+  assert.equal(dx.explain("device-mismatch").id, "device-mismatch");
+  assert.equal(dx.explain("no-such-rule"), undefined);
+  assert.match(dx.explainMarkdown("device-mismatch"), /^# device-mismatch: /);
+  assert.match(dx.version(), /^\d+\.\d+\.\d+/);
+
+  const rules = [{ name: "frobnicator-failed.toml", text: read("tests-js/rules/frobnicator-failed.toml") }];
+  const frob = dx.diagnose(read("tests-js/fixtures/frobnicator.log"), { rules });
+  assert.equal(frob.findings[0].id, "frobnicator-failed");
+  assert.ok(dx.rules({ rules }).some((r) => r.id === "frobnicator-failed" && r.source === "frobnicator-failed.toml"));
+  assert.throws(() => dx.diagnose("x", { rules: [{ name: "broken.toml", text: "id = 1\n" }] }), (e) => e instanceof Error && /^broken\.toml:1:\d+: /.test(e.message));
+  assert.throws(() => dx.diagnose("x", { rule: [] }), /unknown field `rule`/);
+});
+
+test("pkg (web target) loads in Node through initSync", async () => {
+  const web = await import(pathToFileURL(join(root, "wasm/pkg/torchdx_wasm.js")).href);
+  web.initSync({ module: readFileSync(join(root, "wasm/pkg/torchdx_wasm_bg.wasm")) });
+  const log = read("tests-js/fixtures/multi-rank.log");
+  const report = web.diagnose(log);
+  assert.equal(report.findings[report.initiating].rank, 1);
+});
