@@ -726,7 +726,13 @@ fn device_culprit(
             || log.contains("init_process_group")
             || frame_has("torch/distributed")
             || frame_has("torch/nn/parallel/distributed");
-        if frame_has("data_parallel") || frame_has("replicate") || frame_has("parallel_apply") {
+        let loads =
+            frame_has("torch/serialization.py") || (code.contains("torch.load(") && !code.contains("map_location"));
+        if loads {
+            c.kind = "checkpoint-map-location".into();
+            c.summary = format!("tensors loaded from a checkpoint came back on the device they were saved from ({stray}) while this process computes on {target}: `torch.load` without `map_location` restores each tensor to its original device");
+            c.expr = Some("torch.load(...)".into());
+        } else if frame_has("data_parallel") || frame_has("replicate") || frame_has("parallel_apply") {
             c.kind = "dataparallel-replica".into();
             c.summary = format!("inside `nn.DataParallel` a tensor on {stray} meets a replica on {target}: something the module's forward uses is not a registered parameter or buffer, so it was not copied to each replica");
         } else if distributed {
@@ -836,6 +842,28 @@ fn device_culprit(
             };
             let settled = expr.is_some() && (named.is_some() || role_op.is_some()) && !code.is_empty();
             c.confidence = if settled { Confidence::Certain } else { Confidence::Likely };
+            // Refinements from what the expression is.
+            let in_forward = frames
+                .iter()
+                .rev()
+                .find(|f| f.is_user())
+                .and_then(|f| f.func.as_deref())
+                .is_some_and(|f| f.contains("forward"));
+            if let Some(e) = &expr {
+                if role.call_arg.is_some() && e.starts_with("self.") && !e.contains('(') {
+                    // A tensor kept in a plain attribute: `model.to()` does not move it.
+                    c.kind = "unregistered-tensor-attribute".into();
+                    c.summary = format!("`{e}` is a tensor stored as a plain attribute, still on {stray}: `model.to()` moves parameters and registered buffers only");
+                    c.confidence = Confidence::Likely;
+                } else if role.call_arg.is_none()
+                    && (e.contains('[') || (in_forward && !e.starts_with("self.") && !e.contains('.')))
+                {
+                    // A submodule reached through a Python list (or a loop over one).
+                    c.kind = "submodule-not-registered".into();
+                    c.summary = format!("`{e}` is a submodule on {stray} while its input is on {target}: modules kept in a plain Python list or dict are not registered, so `model.to()` skips them");
+                    c.confidence = Confidence::Likely;
+                }
+            }
             if expr.is_none() {
                 c.missing.push(format!("Which expression on the failing line is {}", role.role));
                 c.next_action = audit.clone();
@@ -864,6 +892,24 @@ fn device_culprit(
     if target.is_empty() {
         return None;
     }
+    // A tensor attribute used as an operand inside `forward` (`x * self.mask`).
+    if let Some(attr) = plain_self_attribute(&code) {
+        let in_forward = frames
+            .iter()
+            .rev()
+            .find(|f| f.is_user())
+            .and_then(|f| f.func.as_deref())
+            .is_some_and(|f| f.contains("forward"));
+        if in_forward {
+            c.kind = "unregistered-tensor-attribute".into();
+            c.summary = format!("`{attr}` is used as a tensor in `forward`; if it was assigned as a plain attribute (not `register_buffer`), `model.to()` left it on {stray} while the input is on {target}");
+            c.expr = Some(attr);
+            c.confidence = Confidence::Possible;
+            c.missing.push("Whether that attribute is a registered buffer or parameter".into());
+            c.next_action = audit.clone();
+            return Some(c);
+        }
+    }
     c.summary = format!(
         "two operands of one operation are on {target} and {stray}; the message does not say which is misplaced"
     );
@@ -871,6 +917,23 @@ fn device_culprit(
     c.next_action = audit
         .or(Some("Rerun with the failing line's operands printed: `print(t.device)` for each tensor it uses.".into()));
     Some(c)
+}
+
+/// The first `self.name` on a source line used as a value, not called (`x * self.mask`).
+fn plain_self_attribute(code: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(i) = code[from..].find("self.") {
+        let start = from + i;
+        let rest = &code[start + 5..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
+        let after = rest[name.len()..].trim_start();
+        let name = name.trim_end_matches('.');
+        if !name.is_empty() && !after.starts_with('(') && !after.starts_with('=') {
+            return Some(format!("self.{name}"));
+        }
+        from = start + 5;
+    }
+    None
 }
 
 /// A ready-to-paste audit of the tensors on the failing line.
