@@ -339,8 +339,16 @@ fn scrub(ev: &mut Evidence) {
     }
 }
 
+/// What each rank's report says about where it stood: its failing frame, or for a
+/// collective timeout its sequence number (a rank at another collective is the
+/// straggler candidate).
 fn per_rank_of(f: &Finding) -> Vec<(u32, Option<String>)> {
-    f.rank.map(|r| (r, f.evidence.get("failing_frame").map(render::value_text))).into_iter().collect()
+    let place = f
+        .evidence
+        .get("failing_frame")
+        .map(render::value_text)
+        .or_else(|| f.evidence.get("seq").map(|s| format!("seq {}", render::value_text(s))));
+    f.rank.map(|r| (r, place)).into_iter().collect()
 }
 
 /// Whitespace-normalised one-line text.

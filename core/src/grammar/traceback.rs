@@ -386,7 +386,12 @@ pub fn class_before(before: &str) -> Option<&str> {
     let b = before.trim_end();
     // `RuntimeError: msg`, or a repr `RuntimeError('msg` inside an application log.
     let t = b.strip_suffix(':').or_else(|| b.strip_suffix("('")).or_else(|| b.strip_suffix("(\""))?;
-    let start = t.rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).map(|p| p + 1).unwrap_or(0);
+    let start = t
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|(p, c)| p + c.len_utf8())
+        .unwrap_or(0);
     let class = &t[start..];
     exception_line(class).map(|(c, _)| c).filter(|c| c.len() == class.len())
 }

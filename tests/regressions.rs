@@ -1,0 +1,34 @@
+//! Inputs found by fuzzing (`fuzz/`), replayed on every test run. File names say which
+//! target found them: `diagnose-*` is a whole log; `stream-*` is a chunk size byte
+//! followed by a log that must stream to the same report as whole.
+//!
+//! - `diagnose-crash-793f…`, `diagnose-crash-b993…`: a multi-byte character right before
+//!   a message made `class_before` slice inside the character (fixed: char boundaries).
+//! - `stream-crash-033d…`: the same slice reached through the streaming target.
+
+use torchdx_core::Engine;
+
+#[test]
+fn fuzz_regressions_replay() {
+    let engine = Engine::builtin();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz_regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let data = std::fs::read(e.path()).unwrap();
+        n += 1;
+        if name.starts_with("stream-") {
+            let Some((&first, log)) = data.split_first() else { continue };
+            let size = 1 + first as usize % 97;
+            let mut s = engine.stream();
+            for chunk in log.chunks(size) {
+                s.feed(chunk);
+            }
+            assert_eq!(s.finish().to_json(), engine.diagnose_bytes(log).to_json(), "{name}");
+        } else {
+            let r = engine.diagnose_bytes(&data);
+            assert!(r.initiating.is_none_or(|i| i < r.findings.len()), "{name}");
+        }
+    }
+    assert!(n >= 3, "the regression inputs are missing");
+}
