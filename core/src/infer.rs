@@ -222,7 +222,12 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
     let key = dedupe_key(&finding);
     let handled = tb.is_some_and(|t| logged(s, t.start));
     let per_rank = per_rank_of(&finding);
-    Draft { collateral: rule.spec.collateral, recognized: true, handled, ts, per_rank, reports: 1, key, finding }
+    let mut finding = finding;
+    let collateral = match finding.evidence.remove("collateral_by_evidence") {
+        Some(Value::Bool(b)) => b,
+        _ => rule.spec.collateral,
+    };
+    Draft { collateral, recognized: true, handled, ts, per_rank, reports: 1, key, finding }
 }
 
 /// Frames of a traceback and of the tracebacks nested in it (a DataLoader worker's).
@@ -573,6 +578,9 @@ fn bind(
     }
     if let Some(Value::String(x)) = ev.get("exception") {
         ev.insert("exception".into(), Value::from(x.clone()));
+    }
+    if let Some(c) = case.and_then(|c| c.collateral) {
+        ev.insert("collateral_by_evidence".into(), Value::from(c));
     }
     Finding {
         id: rule.id().to_string(),

@@ -171,6 +171,9 @@ pub struct CaseSpec {
     pub next_action: Option<String>,
     pub confidence: Option<Confidence>,
     pub culprit: Option<CulpritSpec>,
+    /// Overrides the rule's `collateral` for this evidence (an OOM with a garbage size
+    /// is the echo of a hang, not a failure of its own).
+    pub collateral: Option<bool>,
 }
 
 /// An inline example: a log and what the rule must make of it.
