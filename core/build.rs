@@ -1,5 +1,8 @@
 //! Embeds the built-in rule pack (`../rules/*.toml`, `../rules/data/*.toml`) at compile
 //! time, so the crate itself never reads a file at run time.
+//!
+//! The WASM packages do not embed the pack: `wasm/rules-bundle.mjs` writes the same files
+//! (same names, same order) beside the `.wasm`. Keep the two listings in step.
 
 use std::env;
 use std::fs;

@@ -1,5 +1,6 @@
 // The built npm packages (after wasm/build.sh): shape, API, generated types.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
@@ -20,6 +21,26 @@ test("both packages are npm-shaped", () => {
   }
   assert.equal(JSON.parse(read("wasm/pkg/package.json")).type, "module");
   assert.equal(JSON.parse(read("wasm/pkg-node/package.json")).type, "commonjs");
+});
+
+test("the built-in rule pack ships beside the .wasm, not in it", async () => {
+  // The same pack in both packages (ES module for pkg, CommonJS for pkg-node).
+  const esm = (await import(pathToFileURL(join(root, "wasm/pkg/torchdx_rules.js")).href)).default;
+  const cjs = require(join(root, "wasm/pkg-node/torchdx_rules.js"));
+  assert.deepEqual(esm, cjs);
+  assert.ok(esm.length > 1 && esm.every((f) => f.length === 2 && f[0].endsWith(".toml") && typeof f[1] === "string"));
+  assert.ok(esm.some(([name]) => name === "data/ops.toml"), "the op-argument role table");
+  for (const dir of ["wasm/pkg", "wasm/pkg-node"]) {
+    const pkg = JSON.parse(read(`${dir}/package.json`));
+    assert.ok(pkg.files.includes("torchdx_rules.js") && pkg.files.includes("snippets/"), `${dir}/package.json files`);
+    // The .wasm embeds none of it (wasm/build.sh checks the same before binding).
+    const check = spawnSync(process.execPath, [join(root, "wasm/rules-bundle.mjs"), "--absent-from", join(root, dir, "torchdx_wasm_bg.wasm")], { encoding: "utf8" });
+    assert.equal(check.status, 0, check.stderr);
+  }
+  // The engine sees every rule file of the pack, under its name.
+  const dx = require(join(root, "wasm/pkg-node/torchdx_wasm.js"));
+  const sources = dx.rules().map((r) => r.source).sort();
+  assert.deepEqual(sources, esm.map(([name]) => name).filter((n) => n !== "data/ops.toml").sort());
 });
 
 test("the .d.ts declares the report types generated from Rust, and optional options", () => {

@@ -186,6 +186,8 @@ if (!args.length) {
     }
   };
   check("rules(): the same ids as `torchdx rules list`", JSON.stringify(ids) === JSON.stringify(cliIds), `wasm ${ids.length} ids, CLI ${cliIds.length}`);
+  // Each package loads the built-in pack from its own torchdx_rules.js (ESM / CommonJS).
+  check("rules(): pkg (web) equals pkg-node", JSON.stringify(web.rules()) === JSON.stringify(node.rules()), "the two packages' rule packs differ");
   for (const id of ids) {
     let json = spawnSync(bin, ["explain", id, "--format", "json"], { encoding: "utf8" }).stdout;
     if (json.endsWith("\n")) json = json.slice(0, -1);
@@ -195,7 +197,7 @@ if (!args.length) {
     check(`explain ${id}`, wj === json && wm === md && JSON.stringify(node.explain(id)) === JSON.stringify(JSON.parse(json)),
       wj !== json ? `explainJson differs at ${firstDifference(json, wj ?? "")}` : `explainMarkdown differs at ${firstDifference(md, wm ?? "")}`);
   }
-  console.log(`parity: explain: ${ids.length + 1 - groupFailed}/${ids.length + 1} identical`);
+  console.log(`parity: explain: ${ids.length + 2 - groupFailed}/${ids.length + 2} identical`);
 }
 
 if (tmp) rmSync(tmp, { recursive: true, force: true });

@@ -49,6 +49,10 @@ pub struct Engine {
     /// needles (after them) mark `log_contains` texts as seen.
     scan_ac: AhoCorasick,
     n_triggers: usize,
+    /// For each scan pattern that is also a needle: that needle's index.
+    needle_alias: Vec<Option<usize>>,
+    /// The needles alone, searched overlapping on kept lines.
+    needle_ac: AhoCorasick,
 }
 
 /// Literals that start or carry structure the rules need even without an anchor.
@@ -155,11 +159,13 @@ impl Engine {
         scan.extend(needles.iter().map(String::as_str));
         // A full DFA: the scan touches every input byte, so its speed is the engine's.
         let scan_ac = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::Standard)
+            .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(&scan)
             .expect("literals: the automaton always builds");
-        Engine { pack, prefilter, anchors, use_prefilter: true, needles, scan_ac, n_triggers }
+        let needle_alias = scan.iter().map(|p| needles.iter().position(|n| n == p)).collect();
+        let needle_ac = AhoCorasick::new(&needles).expect("literals: the automaton always builds");
+        Engine { pack, prefilter, anchors, use_prefilter: true, needles, scan_ac, n_triggers, needle_alias, needle_ac }
     }
 
     /// Turns the prefilter off (every position is tried): for differential tests that
@@ -200,15 +206,27 @@ impl Engine {
     /// (`Some(pattern)`) or structural literal (`None`) and marks needles seen.
     pub(crate) fn scan(&self, bytes: &[u8], seen: &mut [bool], mut trigger: impl FnMut(usize, Option<usize>)) {
         let n_anchors = self.anchors.len();
-        // Overlapping: every anchor occurrence is seen, whatever other literal overlaps it.
-        for m in self.scan_ac.find_overlapping_iter(bytes) {
+        // Leftmost-longest and non-overlapping, the fastest search. A literal can hide
+        // one that starts inside it; so that no anchor is lost that way, a needle hit
+        // keeps its line too (needles are rare texts), and the template matcher later
+        // searches the kept lines with every anchor, overlapping.
+        for m in self.scan_ac.find_iter(bytes) {
             let p = m.pattern().as_usize();
+            // A literal that is both an anchor and a needle is one pattern: mark it.
+            if let Some(Some(n)) = self.needle_alias.get(p) {
+                if let Some(s) = seen.get_mut(*n) {
+                    *s = true;
+                }
+            }
             if p < n_anchors {
                 trigger(m.start(), Some(p));
             } else if p < self.n_triggers {
                 trigger(m.start(), None);
-            } else if let Some(s) = seen.get_mut(p - self.n_triggers) {
-                *s = true;
+            } else {
+                if let Some(s) = seen.get_mut(p - self.n_triggers) {
+                    *s = true;
+                }
+                trigger(m.start(), None);
             }
         }
     }
@@ -227,7 +245,15 @@ impl Engine {
         }
         let Ok(text) = std::str::from_utf8(raw) else { return true };
         let rules = self.pack.rules();
-        self.anchors[pattern].iter().any(|&(ri, ti)| rules[ri].templates[ti].could_match_at(text, at))
+        self.anchors[pattern].iter().any(|&(ri, ti)| {
+            let t = &rules[ri].templates[ti];
+            match t.start_for(text, at) {
+                Some(start) => t.could_match_at(text, start),
+                // The leading words may sit on the previous line (a wrap) only when
+                // nothing but whitespace precedes the anchor on this one.
+                None => text[..at].trim().is_empty(),
+            }
+        })
     }
 
     /// The literals the streaming scan searches for (anchors, structure, needles): what a
@@ -264,6 +290,15 @@ impl Engine {
         seen: &[bool],
     ) -> Report {
         let input = Input { bytes: nbytes, lines: u64::from(nlines), ranks };
+        // The raw scan is non-overlapping, so a needle inside a longer literal can be
+        // missed there; kept lines are searched again for every needle, overlapping.
+        let mut seen = seen.to_vec();
+        for k in &kept {
+            for m in self.needle_ac.find_overlapping_iter(&k.line.text) {
+                seen[m.pattern().as_usize()] = true;
+            }
+        }
+        let seen = &seen[..];
         let streams = self.streams(&kept);
         let log = infer::LogText { engine: self, seen, distributed: !input.ranks.is_empty() };
         let findings = infer::findings(self, &streams, &log);
@@ -318,9 +353,10 @@ impl Engine {
     fn match_events(&self, hay: &str, starts: &[usize], tbs: &[Traceback]) -> Vec<Event> {
         let rules = self.pack.rules();
         let mut cands: Vec<Event> = Vec::new();
-        let try_at = |ri: usize, ti: usize, pos: usize, cands: &mut Vec<Event>| {
+        let try_at = |ri: usize, ti: usize, anchor_pos: usize, cands: &mut Vec<Event>| {
             let rule: &Rule = &rules[ri];
-            let Some(m) = rule.templates[ti].match_at(hay, pos) else { return };
+            let t = &rule.templates[ti];
+            let Some(m) = t.start_for(hay, anchor_pos).and_then(|start| t.match_at(hay, start)) else { return };
             let first = line_of(starts, m.start);
             let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
             let tb = owning_traceback(tbs, first);

@@ -152,12 +152,46 @@ impl Template {
         &self.pieces
     }
 
-    /// The literal the prefilter searches for: the template's first word.
+    /// The literal the prefilter searches for: the longest word of the template's
+    /// leading literal text (`variables` rather than `one` in `one of the variables
+    /// needed ...`), so that common words do not make every line a candidate.
     pub fn anchor(&self) -> &str {
-        match self.pieces.first() {
-            Some(Piece::Lit(l)) => l,
-            _ => "",
+        let lead = self.leading_words();
+        lead.iter().enumerate().max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i))).map(|(_, w)| *w).unwrap_or("")
+    }
+
+    /// The literal words before the first capture or group.
+    fn leading_words(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Lit(l) => out.push(l.as_str()),
+                Piece::Space => {}
+                _ => break,
+            }
         }
+        out
+    }
+
+    /// Where the template would start, given an occurrence of its anchor at
+    /// `anchor_pos`: walks back over the leading words before the anchor (each after
+    /// any run of whitespace). `None` when the text before does not fit.
+    pub fn start_for(&self, hay: &str, anchor_pos: usize) -> Option<usize> {
+        let words = self.leading_words();
+        let anchor = self.anchor();
+        let idx = words.iter().position(|w| std::ptr::eq(*w, anchor)).unwrap_or(0);
+        let b = hay.as_bytes();
+        let mut pos = anchor_pos;
+        for w in words[..idx].iter().rev() {
+            while pos > 0 && b[pos - 1].is_ascii_whitespace() {
+                pos -= 1;
+            }
+            if !hay.get(..pos)?.ends_with(w) {
+                return None;
+            }
+            pos -= w.len();
+        }
+        Some(pos)
     }
 
     /// Names of every capture, with their kinds.
@@ -200,12 +234,14 @@ impl Template {
         Some(Match { start, end, captures: m.caps, literal_len: m.lit })
     }
 
-    /// Finds the first match starting at or after `from` whose start is an anchor hit.
+    /// Finds the first match at or after `from`, trying the places its anchor occurs.
     pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
         let anchor = self.anchor();
         let mut pos = from;
         while let Some(off) = hay.get(pos..).and_then(|s| s.find(anchor)) {
-            if let Some(m) = self.match_at(hay, pos + off) {
+            if let Some(m) =
+                self.start_for(hay, pos + off).filter(|&st| st >= from).and_then(|st| self.match_at(hay, st))
+            {
                 return Some(m);
             }
             pos += off + anchor.len();
@@ -725,6 +761,19 @@ mod tests {
     }
 
     #[test]
+    fn anchors_are_the_longest_leading_word() {
+        let t =
+            Template::parse("one of the variables needed for gradient computation has been modified by an {text:x}")
+                .unwrap();
+        assert_eq!(t.anchor(), "computation");
+        let hay = "RuntimeError: one of the variables  needed for gradient\ncomputation has been modified by an inplace operation";
+        let at = hay.find("computation").unwrap();
+        assert_eq!(t.start_for(hay, at), Some(14));
+        assert_eq!(t.find(hay, 0).unwrap().start, 14);
+        assert_eq!(t.start_for("two of the variables needed for gradient computation", 41), None);
+    }
+
+    #[test]
     fn prefix_matching_for_the_prefilter() {
         let t = Template::parse("NCCL error in: {path:file}, {text:what}, NCCL version {word:v}").unwrap();
         assert!(t.could_match_at("NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled", 0));
@@ -758,7 +807,7 @@ mod tests {
             assert!(e.message.contains(msg), "{src}: {e}");
             assert_eq!(e.offset, offset, "{src}: {e}");
         }
-        assert_eq!(Template::parse("the {{literal}} brace").unwrap().anchor(), "the");
+        assert_eq!(Template::parse("the {{literal}} brace").unwrap().anchor(), "{literal}");
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Tests of the package's Rust side. Natively (`cargo test -p torchdx-wasm`) they check the
 //! engine cache and the JSON functions; on wasm32 the same tests run through
 //! wasm-bindgen-test (in Node, or in Chromium with WASM_BINDGEN_USE_BROWSER=1), plus the
-//! tests of the JS boundary (objects, thrown errors):
+//! tests of the JS boundary (objects, thrown errors). The runner does not ship the
+//! `torchdx_rules.js` the packages load the built-in pack from, so the test build embeds it
+//! (feature `embedded-rules`):
 //!
 //! ```sh
 //! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-//!   cargo test --target wasm32-unknown-unknown -p torchdx-wasm --test web
+//!   cargo test --target wasm32-unknown-unknown -p torchdx-wasm --features embedded-rules --test web
 //! ```
 
 #[cfg(target_arch = "wasm32")]
