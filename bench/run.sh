@@ -24,14 +24,16 @@ $BIN rules literals > "$OUT/literals.txt"
 
 # best-of-3 wall seconds and peak RSS (KB) of a command: prints "secs kb"
 measure() {
-  local best="" rss=0
+  local best="" rss=0 tmp
+  tmp=$(mktemp)
   for _ in 1 2 3; do
-    local line
-    line=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1 )
-    local t=${line% *} m=${line#* }
+    /usr/bin/time -f "%e %M" -o "$tmp" "$@" >/dev/null 2>&1 || true
+    local t m
+    read -r t m < "$tmp"
     if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
     [ "$m" -gt "$rss" ] && rss=$m
   done
+  rm -f "$tmp"
   echo "$best $rss"
 }
 ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"inf\" }"; }
@@ -88,4 +90,4 @@ if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
 fi
 
 echo; echo "criterion (pack load, 100 KB paste, grammars):"
-cargo bench -q -p torchdx-bench -- --quick 2>/dev/null | grep -E "time:|^[a-z_/0-9]+ " || cargo bench -q -p torchdx-bench 2>/dev/null | grep -E "time:"
+cargo bench -q -p torchdx-bench --bench engine -- --quick 2>/dev/null | grep -E "time:"

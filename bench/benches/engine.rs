@@ -17,6 +17,10 @@ fn paste_100k() -> String {
 
 fn benches(c: &mut Criterion) {
     c.bench_function("pack_load_builtin", |b| b.iter(Engine::builtin));
+    let sources = torchdx_core::builtin_sources();
+    c.bench_function("pack_parse_only", |b| b.iter(|| torchdx_core::Pack::new(&sources).unwrap()));
+    let pack = torchdx_core::Pack::new(&sources).unwrap();
+    c.bench_function("engine_build_only", |b| b.iter(|| Engine::new(pack.clone())));
     let engine = Engine::builtin();
     let paste = paste_100k();
     let mut g = c.benchmark_group("diagnose");

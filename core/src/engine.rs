@@ -289,7 +289,7 @@ impl Engine {
         kept: Vec<Kept>,
         seen: &[bool],
     ) -> Report {
-        let input = Input { bytes: nbytes, lines: u64::from(nlines), ranks };
+        let input = Input { bytes: nbytes, lines: u64::from(nlines), ranks, truncated_lines: 0 };
         // The raw scan is non-overlapping, so a needle inside a longer literal can be
         // missed there; kept lines are searched again for every needle, overlapping.
         let mut seen = seen.to_vec();

@@ -79,6 +79,13 @@ pub fn text(report: &Report, color: bool) -> String {
     if report.findings.is_empty() {
         let _ = writeln!(o, "No failure found in {} lines.", report.input.lines);
         let _ = writeln!(o, "torchdx looks for Python tracebacks and PyTorch, CUDA, NCCL and torchrun error messages; paste the log from the first error to the end.");
+        if report.input.truncated_lines > 0 {
+            let _ = writeln!(
+                o,
+                "{} line(s) were longer than 64 KiB: only their first and last 32 KiB were read.",
+                report.input.truncated_lines
+            );
+        }
         return o;
     }
     for (i, f) in report.findings.iter().enumerate() {

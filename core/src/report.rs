@@ -32,6 +32,13 @@ pub struct Input {
     pub lines: u64,
     /// Ranks seen, ascending.
     pub ranks: Vec<u32>,
+    /// Lines longer than 64 KiB whose middle was dropped (added field).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A finding's part in the collapse.

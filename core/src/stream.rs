@@ -32,7 +32,7 @@ pub const FOLLOW_LINES: usize = 400;
 /// Ranks with a ring of their own; further ranks share the unranked one.
 pub const MAX_STREAMS: usize = 2048;
 /// Bytes of kept windows, all streams together.
-pub const MAX_RETAINED_BYTES: usize = 40 * 1024 * 1024;
+pub const MAX_RETAINED_BYTES: usize = 16 * 1024 * 1024;
 /// Highest rank recorded in `input.ranks`.
 const MAX_RANK: u32 = 1 << 20;
 
@@ -65,8 +65,10 @@ struct Ring {
 pub struct Diagnoser<'e> {
     engine: &'e Engine,
     cleaner: Cleaner,
-    /// Bytes of an unfinished last line (at most [`ingest::MAX_LINE`] of it).
+    /// Bytes of an unfinished last line (its head and tail when it is very long).
     partial: Vec<u8>,
+    /// The unfinished line lost its middle.
+    partial_cut: bool,
     bytes: u64,
     lines: u32,
     ranks: Vec<bool>,
@@ -75,6 +77,8 @@ pub struct Diagnoser<'e> {
     kept: Vec<Kept>,
     kept_bytes: usize,
     seen: Vec<bool>,
+    /// Lines longer than [`ingest::MAX_LINE`] whose middle was dropped.
+    truncated: u64,
     /// Hits of the chunk being processed: offset and anchor pattern (None: structural).
     hits: Vec<(usize, Option<usize>)>,
 }
@@ -85,6 +89,7 @@ impl<'e> Diagnoser<'e> {
             engine,
             cleaner: Cleaner::default(),
             partial: Vec::new(),
+            partial_cut: false,
             bytes: 0,
             lines: 0,
             ranks: Vec::new(),
@@ -92,6 +97,7 @@ impl<'e> Diagnoser<'e> {
             kept: Vec::new(),
             kept_bytes: 0,
             seen: vec![false; engine.needle_count()],
+            truncated: 0,
             hits: Vec::new(),
         }
     }
@@ -106,6 +112,7 @@ impl<'e> Diagnoser<'e> {
                 Some(p) => {
                     self.extend_partial(&rest[..p]);
                     let raw = std::mem::take(&mut self.partial);
+                    self.partial_cut = false;
                     self.whole_line(&raw);
                     rest = &rest[p + 1..];
                 }
@@ -146,9 +153,17 @@ impl<'e> Diagnoser<'e> {
         self.extend_partial(tail);
     }
 
+    /// Accumulates an unfinished line, keeping its head and its tail when it grows
+    /// past [`ingest::MAX_LINE`] (a one-line paste ends with its exception).
     fn extend_partial(&mut self, bytes: &[u8]) {
-        let room = (ingest::MAX_LINE + 4).saturating_sub(self.partial.len());
-        self.partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.partial.extend_from_slice(bytes);
+        if self.partial.len() > 2 * ingest::MAX_LINE {
+            let half = ingest::MAX_LINE / 2;
+            let tail_from = self.partial.len() - half;
+            self.partial.copy_within(tail_from.., half);
+            self.partial.truncate(2 * half);
+            self.partial_cut = true;
+        }
     }
 
     /// A line assembled across chunks: scanned on its own.
@@ -166,13 +181,29 @@ impl<'e> Diagnoser<'e> {
             self.whole_line(&raw);
         }
         let ranks: Vec<u32> = self.ranks.iter().enumerate().filter(|(_, s)| **s).map(|(r, _)| r as u32).collect();
-        self.engine.diagnose_kept(self.bytes, self.lines, ranks, self.kept, &self.seen)
+        let mut report = self.engine.diagnose_kept(self.bytes, self.lines, ranks, self.kept, &self.seen);
+        report.input.truncated_lines = self.truncated;
+        report
     }
 
     fn line(&mut self, raw: &[u8], hit: bool) {
         self.lines += 1;
         let no = self.lines;
-        let raw = &raw[..raw.len().min(ingest::MAX_LINE)];
+        // An overlong line keeps its head and its tail, where a one-line paste has its
+        // exception; the cleaner marks it truncated.
+        let joined;
+        let raw = if raw.len() > ingest::MAX_LINE {
+            let half = ingest::MAX_LINE / 2 - 8;
+            let mut v = Vec::with_capacity(ingest::MAX_LINE);
+            v.extend_from_slice(&raw[..half]);
+            v.extend_from_slice(b" [...] ");
+            v.extend_from_slice(&raw[raw.len() - half..]);
+            joined = v;
+            self.truncated += 1;
+            &joined[..]
+        } else {
+            raw
+        };
         let qrank = quick_rank(raw);
         if let Some(r) = qrank.filter(|r| *r < MAX_RANK) {
             let r = r as usize;
