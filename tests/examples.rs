@@ -8,7 +8,7 @@ use torchdx_core::{builtin_sources, format, Engine};
 #[test]
 fn builtin_pack_passes_rules_check() {
     let report = check::check(&builtin_sources(), &[]);
-    let mut problems: Vec<String> = report.diagnostics.iter().map(|d| d.to_string()).collect();
+    let mut problems: Vec<String> = report.diagnostics.iter().map(|d| d.report()).collect();
     for e in &report.examples {
         if e.status != Status::Validated {
             problems.push(format!("{}::{} is {:?}: {}", e.rule, e.name, e.status, e.diffs.join("; ")));

@@ -354,7 +354,7 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
             let (report, n_files) = check_dir(&dir)?;
             let mut s = String::new();
             for d in &report.diagnostics {
-                s.push_str(&d.to_string());
+                s.push_str(&d.report());
                 s.push('\n');
             }
             let mut counts = [0usize; 3];

@@ -51,33 +51,9 @@ pub const ENGINE_KEYS: &[&str] = &[
 /// Marks scaffold text that `torchdx rules new` writes and `rules check` rejects.
 pub const SCAFFOLD_MARK: &str = "Replace this with";
 
-/// One problem found in a rule file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnostic {
-    pub file: String,
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
-    /// The source line at fault.
-    pub snippet: Option<String>,
-    pub hint: Option<String>,
-}
-
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "error: {}", self.message)?;
-        writeln!(f, "  --> {}:{}:{}", self.file, self.line, self.col)?;
-        if let Some(s) = &self.snippet {
-            writeln!(f, "   |")?;
-            writeln!(f, "{:>3}| {}", self.line, s)?;
-            writeln!(f, "   | {}^", " ".repeat(self.col.saturating_sub(1)))?;
-        }
-        if let Some(h) = &self.hint {
-            writeln!(f, "   = hint: {h}")?;
-        }
-        Ok(())
-    }
-}
+/// One problem found in a rule file: the same located error the pack loader returns,
+/// shown rustc-style by [`PackError::report`].
+pub use crate::pack::PackError as Diagnostic;
 
 /// Outcome of one example.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,8 +211,9 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
     out
 }
 
-fn pack_diag(e: pack::PackError, hint: Option<String>) -> Diagnostic {
-    Diagnostic { file: e.file, line: e.line, col: e.col, message: e.message, snippet: e.snippet, hint: hint.or(e.hint) }
+fn pack_diag(mut e: pack::PackError, hint: Option<String>) -> Diagnostic {
+    e.hint = hint.or(e.hint);
+    e
 }
 
 /// Placeholders in text must refer to something a template captures or the engine

@@ -619,18 +619,9 @@ pub(crate) fn holds_on_evidence(w: &When, ev: &Evidence) -> bool {
         })
 }
 
-/// Whether a case's conditions hold.
+/// Whether a case's conditions hold: the evidence conditions, then frames and log.
 fn holds(w: &When, ctx: &Context, frames: &[&Frame], log: &LogText<'_>) -> bool {
-    let has = |k: &str| ctx.get(k).is_some_and(|v| !render::value_text(v).is_empty());
-    let text = |k: &str| ctx.get(k).map(render::value_text).unwrap_or_default();
-    w.present.iter().all(|k| has(k))
-        && w.absent.iter().all(|k| !has(k))
-        && w.equals.iter().all(|(k, v)| has(k) && v.values().contains(&text(k).as_str()))
-        && w.contains.iter().all(|(k, v)| text(k).contains(v.as_str()))
-        && w.differ.iter().all(|k| match ctx.get(k) {
-            Some(Value::Array(a)) => a.iter().map(render::value_text).collect::<BTreeSet<_>>().len() >= 2,
-            _ => false,
-        })
+    holds_on_evidence(w, ctx)
         && (w.frame_contains.is_empty()
             || frames.iter().any(|f| {
                 w.frame_contains.iter().any(|n| {
@@ -639,7 +630,8 @@ fn holds(w: &When, ctx: &Context, frames: &[&Frame], log: &LogText<'_>) -> bool 
                 })
             }))
         && (w.log_contains.is_empty() || w.log_contains.iter().any(|n| log.contains(n)))
-        && (w.exception.is_empty() || w.exception.iter().any(|x| text("exception") == *x))
+        && (w.exception.is_empty()
+            || w.exception.iter().any(|x| ctx.get("exception").map(render::value_text).as_deref() == Some(x.as_str())))
 }
 
 /// What the engine inferred about a device-placement culprit.

@@ -335,6 +335,21 @@ impl fmt::Display for PackError {
 
 impl std::error::Error for PackError {}
 
+impl PackError {
+    /// The problem rustc-style: message, location, the offending line with a caret
+    /// under the column, and the hint.
+    pub fn report(&self) -> String {
+        let mut f = format!("error: {}\n  --> {}:{}:{}\n", self.message, self.file, self.line, self.col);
+        if let Some(s) = &self.snippet {
+            f.push_str(&format!("   |\n{:>3}| {}\n   | {}^\n", self.line, s, " ".repeat(self.col.saturating_sub(1))));
+        }
+        if let Some(h) = &self.hint {
+            f.push_str(&format!("   = hint: {h}\n"));
+        }
+        f
+    }
+}
+
 /// 1-based line and column (in characters) of byte `offset` in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
