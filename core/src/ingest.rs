@@ -124,7 +124,7 @@ impl Cleaner {
         let text = normalize_punctuation(&text);
         let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated, logger: false };
         let rest = strip_prefixes(&text, &mut line);
-        line.text = rest.to_string();
+        line.text = unbox(rest).to_string();
         let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && is_continuation(&line.text);
         if bare {
             if let Some(r) = self.continues {
@@ -230,6 +230,15 @@ fn normalize_punctuation(s: &str) -> String {
             c => c,
         })
         .collect()
+}
+
+/// Unboxes a Rich console traceback line: `│ /w/train.py:57 in <module>   │` →
+/// `/w/train.py:57 in <module>`; `│ ❱ 57 │   loss = f(x)   │` → `❱ 57 │   loss = f(x)`.
+fn unbox(s: &str) -> &str {
+    let Some(inner) = s.trim_start().strip_prefix('│') else { return s };
+    let inner = inner.trim_end();
+    let inner = inner.strip_suffix('│').unwrap_or(inner);
+    inner.trim()
 }
 
 /// Strips stacked prefixes, recording rank, timestamp and level into `line`.

@@ -196,9 +196,20 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             continue;
         }
         if let Some(f) = ipython_frame(t) {
+            let wrapped_func = f.func.is_none() && t.ends_with(" in");
             frames.push(Frame { at: i, ..f });
             end = i;
             i += 1;
+            // The function name the wrap pushed onto the next line.
+            if wrapped_func {
+                if let Some(next) = lines.get(i).map(|l| l.trim()).filter(|n| !n.is_empty() && !n.contains(' ')) {
+                    if let Some(f) = frames.last_mut() {
+                        f.func = Some(next.to_string());
+                    }
+                    end = i;
+                    i += 1;
+                }
+            }
             continue;
         }
         if let Some(code) = ipython_code(raw) {
@@ -271,8 +282,9 @@ fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>
     (msg, last, i)
 }
 
+/// Caret lines (3.11+) and the borders of Rich boxes carry no frame or message.
 fn is_caret(t: &str) -> bool {
-    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~' | ' '))
+    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~' | ' ' | '─' | '╰' | '╯' | '╭' | '╮' | '│'))
 }
 
 /// `File "path", line N, in func` (func optional for truncated pastes).
@@ -341,6 +353,19 @@ fn ipython_frame(t: &str) -> Option<Frame> {
         }
         return Some(Frame { file: file.to_string(), line: Some(line), func, code: None, at: 0 });
     }
+    // Rich: `/home/u/train.py:57 in <module>` (the box already stripped); a long
+    // path pushes the function name onto the next line (`...module.py:1553 in`).
+    let rich = t.strip_suffix(" in").map(|loc| (loc, "")).or_else(|| t.split_once(" in "));
+    if let Some((loc, func)) = rich {
+        if let Some((file, line)) = loc.rsplit_once(':') {
+            if let Ok(line) = line.parse::<u32>() {
+                if !file.contains(' ') && (file.contains('/') || file.contains('\\') || file.ends_with(".py")) {
+                    let func = Some(func.trim().to_string()).filter(|f| !f.is_empty());
+                    return Some(Frame { file: file.to_string(), line: Some(line), func, code: None, at: 0 });
+                }
+            }
+        }
+    }
     if t.starts_with("<ipython-input-") || (t.contains(" in ") && (t.ends_with(')') || t.ends_with("<module>"))) {
         let (file, func) = t.split_once(" in ")?;
         let file = file.trim();
@@ -363,10 +388,19 @@ fn ipython_frame(t: &str) -> Option<Frame> {
 /// `     41 code` (context, Some(None)).
 fn ipython_code(raw: &str) -> Option<Option<String>> {
     let t = raw.trim_start();
-    if t.starts_with("->") || t.starts_with("--") {
-        let after = t.trim_start_matches('-').strip_prefix('>')?.trim_start();
+    if t.starts_with("->") || t.starts_with("--") || t.starts_with('❱') {
+        let after = t.trim_start_matches('-').trim_start_matches('❱').trim_start_matches('>').trim_start();
         let (rest, _) = digit1::<&str, nom::error::Error<&str>>(after).ok()?;
+        // Rich separates the number and the code with `│`.
+        // (and marks indentation with more of them).
+        let rest = rest.trim_start_matches(|c: char| c == '│' || c.is_whitespace());
         return Some(Some(rest.trim().to_string()));
+    }
+    // Rich context lines: `54 │ code`.
+    if let Ok((rest, _)) = digit1::<&str, nom::error::Error<&str>>(t) {
+        if rest.trim_start().starts_with('│') {
+            return Some(None);
+        }
     }
     // Context lines: leading spaces, a line number, then code.
     if raw.starts_with(' ') {
@@ -481,6 +515,16 @@ mod tests {
         assert_eq!((f.short(), f.code.as_deref()), ("In[3]:7".to_string(), Some("y = x @ w")));
         assert_eq!(tbs[0].frames[0].code.as_deref(), Some("outputs = model(inputs)"));
         assert!(tbs[0].exception.is_some());
+    }
+
+    #[test]
+    fn rich_box_traceback() {
+        // As the cleaner leaves it: box borders removed.
+        let tbs = parse_text("╭───────── Traceback (most recent call last) ─────────╮\n/home/u/proj/train.py:57 in <module>\n\n  54 │ model.train()\n❱ 57 │ loss = criterion(out, y)\n  58 │ loss.backward()\n\n/opt/py/lib/python3.11/site-packages/torch/nn/modules/module.py:1553 in _wrapped_call_impl\n\n❱ 1553 │ return self._call_impl(*args)\n╰──────────────────────────────────────────────────────╯\nRuntimeError: boom");
+        assert_eq!(tbs.len(), 1);
+        let f = tbs[0].user_frame().unwrap();
+        assert_eq!((f.short(), f.code.as_deref()), ("train.py:57".to_string(), Some("loss = criterion(out, y)")));
+        assert_eq!(tbs[0].exception.as_ref().unwrap().message, "boom");
     }
 
     #[test]
