@@ -176,7 +176,12 @@ impl LogText<'_> {
 
 fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draft {
     let rule = &pack.rules()[e.rule];
-    let tb = e.tb.map(|t| &s.tracebacks[t]);
+    // A message printed before its own frames (Streamlit's error panel: the message,
+    // then `Traceback:`) takes the exception-less traceback right after it.
+    let tb = e
+        .tb
+        .map(|t| &s.tracebacks[t])
+        .or_else(|| s.tracebacks.iter().find(|t| t.exception.is_none() && t.start > e.last && t.start <= e.last + 2));
     let mut ev = Evidence::new();
     captures_to_evidence(&e.m, &mut ev);
     let (first, last) = match tb {
@@ -274,6 +279,10 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     // A traceback without an exception line is a cut paste only at the end of the log;
     // elsewhere it is a stack printed on purpose (anomaly mode's forward trace, warnings).
     if x.is_none() && s.tracebacks.iter().any(|t| t.start > tb.end) {
+        return None;
+    }
+    // Frames printed after their message belong to that message's finding.
+    if x.is_none() && s.events.iter().any(|e| e.tb.is_none() && tb.start > e.last && tb.start <= e.last + 2) {
         return None;
     }
     if let Some(fx) = final_exc {

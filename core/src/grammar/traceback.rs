@@ -124,7 +124,8 @@ const CAUSE: &str = "The above exception was the direct cause of the following e
 const CONTEXT: &str = "During handling of the above exception, another exception occurred";
 
 fn is_header(l: &str) -> bool {
-    l.contains("Traceback (most recent call last)")
+    // Streamlit prints the message first, then a bare `Traceback:` and the frames.
+    l.contains("Traceback (most recent call last)") || l.trim() == "Traceback:"
 }
 
 /// Parses every traceback in a stream's lines (already cleaned of prefixes).
