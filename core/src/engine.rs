@@ -139,8 +139,10 @@ impl Engine {
                 anchors[pid].push((ri, ti));
             }
         }
+        // The kept windows are small: an NFA builds faster and searches them fast enough.
         let prefilter = AhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
             .build(&patterns)
             .expect("anchors are short literals: the automaton always builds");
         let mut needles: Vec<String> = INFER_NEEDLES.iter().map(|s| s.to_string()).collect();
@@ -164,7 +166,10 @@ impl Engine {
             .build(&scan)
             .expect("literals: the automaton always builds");
         let needle_alias = scan.iter().map(|p| needles.iter().position(|n| n == p)).collect();
-        let needle_ac = AhoCorasick::new(&needles).expect("literals: the automaton always builds");
+        let needle_ac = AhoCorasickBuilder::new()
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .build(&needles)
+            .expect("literals: the automaton always builds");
         Engine { pack, prefilter, anchors, use_prefilter: true, needles, scan_ac, n_triggers, needle_alias, needle_ac }
     }
 
