@@ -1107,6 +1107,16 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
         }
         out.push(f);
     }
+    // A multi-process run whose initiating traceback carries no rank (torch <= 2.2
+    // prints worker tracebacks without `[rankN]:`): say so rather than guess.
+    let multi_process = out.iter().any(|f| f.family == "elastic-child-failed" || f.rank.is_some());
+    let worker_traceback = |h: &Finding| h.evidence.contains_key("failing_frame") && h.family != "elastic-child-failed";
+    if let Some(head) = out.first_mut().filter(|h| {
+        !only_collateral && h.role == Role::Initiating && h.rank.is_none() && multi_process && worker_traceback(h)
+    }) {
+        head.missing.push("Which rank raised this: the workers' lines carry no `[rankN]:` prefix in this log (torch before 2.3 does not add one)".into());
+        head.next_action = format!("{} To tie it to a rank, rerun with `torchrun --tee 3` (lines get `[default<local_rank>]:`) or set `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[${{rank}}]:'`.", head.next_action);
+    }
     if only_collateral {
         let head = &mut out[0];
         head.missing.insert(0, "The traceback of the rank that failed first: this log holds only downstream reports (timeouts, closed connections, launcher summaries)".into());
