@@ -76,6 +76,7 @@ fn logged(s: &Stream<'_>, start: usize) -> bool {
 pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], log: &LogText<'_>) -> Vec<Draft> {
     let pack = engine.pack();
     let mut drafts = Vec::new();
+    let mut cache: BTreeMap<String, Finding> = BTreeMap::new();
     let mut chosen: Vec<BTreeMap<usize, Event>> = Vec::new();
     let mut loose: Vec<(usize, Event)> = Vec::new();
     for (si, s) in streams.iter().enumerate() {
@@ -129,11 +130,11 @@ pub(crate) fn findings(engine: &Engine, streams: &[Stream<'_>], log: &LogText<'_
     }
     for (si, m) in chosen.iter().enumerate() {
         for e in m.values() {
-            drafts.push(from_event(pack, &streams[si], e, log));
+            drafts.push(from_event(pack, &streams[si], e, log, &mut cache));
         }
     }
     for (si, e) in &unmerged {
-        drafts.push(from_event(pack, &streams[*si], e, log));
+        drafts.push(from_event(pack, &streams[*si], e, log, &mut cache));
     }
     for (si, s) in streams.iter().enumerate() {
         let chains: BTreeSet<usize> = s.tracebacks.iter().map(|t| t.chain).collect();
@@ -174,7 +175,13 @@ impl LogText<'_> {
     }
 }
 
-fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draft {
+fn from_event(
+    pack: &Pack,
+    s: &Stream<'_>,
+    e: &Event,
+    log: &LogText<'_>,
+    cache: &mut BTreeMap<String, Finding>,
+) -> Draft {
     let rule = &pack.rules()[e.rule];
     // A message printed before its own frames (Streamlit's error panel: the message,
     // then `Traceback:`) takes the exception-less traceback right after it.
@@ -222,11 +229,28 @@ fn from_event(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogText<'_>) -> Draf
     let ts = (first..=last).find_map(|i| s.lines.get(i).and_then(|l| l.ts));
     let location = Location { line: s.lines[first].no, end_line: s.lines[last.min(s.lines.len() - 1)].no };
     let role_op = rule.spec.matches[e.template].role_op.as_deref();
-    let rank = rank_at(s, e.first).or_else(|| tb.and_then(|t| rank_from_intro(s, t.start)));
-    let finding = bind(pack, rule, ev, &frames, log, rank, location, role_op);
-    let key = dedupe_key(&finding);
+    let rank = rank_at(s, e.first)
+        .or_else(|| tb.and_then(|t| rank_from_intro(s, t.start)))
+        .or_else(|| ev.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok()));
+    // The same failure reported by many ranks is bound to its rule text once: later
+    // reports reuse that text and keep only their own rank, place and location.
+    let key = key_of(rule.id(), &ev);
+    let place = place_of(&ev);
+    let finding = match cache.get(&key) {
+        Some(first) => {
+            let mut f = first.clone();
+            f.rank = rank;
+            f.location = location;
+            f
+        }
+        None => {
+            let f = bind(pack, rule, ev, &frames, log, rank, location, role_op);
+            cache.insert(key.clone(), f.clone());
+            f
+        }
+    };
     let handled = tb.is_some_and(|t| logged(s, t.start));
-    let per_rank = per_rank_of(&finding);
+    let per_rank = rank.map(|r| (r, place)).into_iter().collect();
     let mut finding = finding;
     let collateral = match finding.evidence.remove("collateral_by_evidence") {
         Some(Value::Bool(b)) => b,
@@ -340,6 +364,21 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
     Some(Draft { finding, collateral: false, recognized: false, handled, ts, per_rank, reports: 1, key })
 }
 
+/// Where a report says its rank stood: its failing frame, or for a collective timeout
+/// its sequence number (a rank at another collective is the straggler candidate).
+fn place_of(ev: &Evidence) -> Option<String> {
+    ev.get("failing_frame")
+        .map(render::value_text)
+        .or_else(|| ev.get("seq").map(|s| format!("seq {}", render::value_text(s))))
+}
+
+/// Identity of a failure across ranks: rule and message without numbers.
+fn key_of(id: &str, ev: &Evidence) -> String {
+    let msg = ev.get("message").map(render::value_text).unwrap_or_default();
+    let norm: String = msg.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
+    format!("{id}\u{1}{norm}")
+}
+
 /// A report never repeats a credential the log happened to contain (a token in a
 /// failing command line, an `Authorization` header in an HTTP error message).
 fn scrub(ev: &mut Evidence) {
@@ -353,16 +392,8 @@ fn scrub(ev: &mut Evidence) {
     }
 }
 
-/// What each rank's report says about where it stood: its failing frame, or for a
-/// collective timeout its sequence number (a rank at another collective is the
-/// straggler candidate).
 fn per_rank_of(f: &Finding) -> Vec<(u32, Option<String>)> {
-    let place = f
-        .evidence
-        .get("failing_frame")
-        .map(render::value_text)
-        .or_else(|| f.evidence.get("seq").map(|s| format!("seq {}", render::value_text(s))));
-    f.rank.map(|r| (r, place)).into_iter().collect()
+    f.rank.map(|r| (r, place_of(&f.evidence))).into_iter().collect()
 }
 
 /// Whitespace-normalised one-line text.
@@ -978,11 +1009,9 @@ fn audit_snippet(line: &pycall::Line) -> Option<String> {
     ))
 }
 
-/// Identity of a failure across ranks: rule, exception and message without numbers.
+/// Identity of a failure across ranks.
 fn dedupe_key(f: &Finding) -> String {
-    let msg = f.evidence.get("message").map(render::value_text).unwrap_or_default();
-    let norm: String = msg.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
-    format!("{}\u{1}{}", f.id, norm)
+    key_of(&f.id, &f.evidence)
 }
 
 /// Merges the same failure reported by several ranks, assigns roles and orders the

@@ -23,8 +23,10 @@ use crate::ingest::{self, Cleaner, Line};
 use crate::report::Report;
 use crate::Engine;
 
-/// Lines of context kept above a trigger (traceback frames).
-pub const RING_LINES: usize = 256;
+/// Lines of context kept above a trigger. Traceback headers and frames are triggers
+/// themselves, so the ring only has to cover what precedes a message without them
+/// (IPython code context, the start of a message wrapped before its anchor).
+pub const RING_LINES: usize = 32;
 /// Bytes of context kept per stream.
 pub const RING_BYTES: usize = 256 * 1024;
 /// Lines kept after a trigger (multi-line messages, summaries).
