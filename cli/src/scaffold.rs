@@ -266,7 +266,8 @@ pub fn docs_files(engine: &Engine) -> Vec<(String, String)> {
     rules.sort_by(|a, b| (a.family(), a.id()).cmp(&(b.family(), b.id())));
     for r in rules {
         let s = &r.spec;
-        let cell = |t: &str| t.trim().lines().next().unwrap_or("").replace('|', "\\|");
+        let cell =
+            |t: &str| torchdx_core::render::render_docs(t.trim().lines().next().unwrap_or("")).replace('|', "\\|");
         let symptom = s.matches.first().map(|m| m.template.get_ref().replace('`', "'")).unwrap_or_default();
         let symptom: String = symptom.chars().take(90).collect();
         hub.push_str(&format!(

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::infer::compress_ranks;
 use crate::pack::Rule;
-use crate::render::value_text;
+use crate::render::{render_docs, value_text};
 use crate::report::{Finding, Report, Role};
 
 /// Evidence keys shown first, in this order; the rest follow alphabetically.
@@ -218,14 +218,14 @@ pub fn markdown(report: &Report) -> String {
 pub fn explain_markdown(rule: &Rule) -> String {
     let s = &rule.spec;
     let mut o = String::new();
-    let _ = writeln!(o, "# {}: {}\n", rule.id(), s.title);
+    let _ = writeln!(o, "# {}: {}\n", rule.id(), render_docs(&s.title));
     let _ = writeln!(
         o,
         "Family: `{}`{}\n",
         rule.family(),
         if s.collateral { " (usually collateral: the echo of a failure elsewhere)" } else { "" }
     );
-    let _ = writeln!(o, "{}\n", s.summary);
+    let _ = writeln!(o, "{}\n", render_docs(&s.summary));
     let _ = writeln!(o, "## Messages\n");
     for m in &s.matches {
         let _ = writeln!(
@@ -235,22 +235,22 @@ pub fn explain_markdown(rule: &Rule) -> String {
             m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default()
         );
     }
-    let _ = writeln!(o, "\n## Mechanism\n\n{}\n", s.mechanism.trim());
+    let _ = writeln!(o, "\n## Mechanism\n\n{}\n", render_docs(s.mechanism.trim()));
     let _ = writeln!(o, "## Checklist\n");
     for c in &s.checklist {
-        let _ = writeln!(o, "- [ ] {c}");
+        let _ = writeln!(o, "- [ ] {}", render_docs(c));
     }
-    let _ = writeln!(o, "\n## Fix\n\n{}\n", s.fix.trim());
-    let _ = writeln!(o, "## Verify\n\n{}\n", s.verify.trim());
-    let _ = writeln!(o, "## Prevent\n\n{}\n", s.prevent.trim());
+    let _ = writeln!(o, "\n## Fix\n\n{}\n", render_docs(s.fix.trim()));
+    let _ = writeln!(o, "## Verify\n\n{}\n", render_docs(s.verify.trim()));
+    let _ = writeln!(o, "## Prevent\n\n{}\n", render_docs(s.prevent.trim()));
     if !s.missing.is_empty() {
         let _ = writeln!(o, "## What the log may not show\n");
         for m in &s.missing {
-            let _ = writeln!(o, "- {m}");
+            let _ = writeln!(o, "- {}", render_docs(m));
         }
         let _ = writeln!(o);
     }
-    let _ = writeln!(o, "## Next action\n\n{}\n", s.next_action.trim());
+    let _ = writeln!(o, "## Next action\n\n{}\n", render_docs(s.next_action.trim()));
     if !s.cases.is_empty() {
         let _ = writeln!(o, "## Variants bound to evidence\n");
         for c in &s.cases {
@@ -269,7 +269,7 @@ pub fn explain_markdown(rule: &Rule) -> String {
                 o,
                 "- When {}: {}",
                 if conds.is_empty() { "always".into() } else { conds.join(", ") },
-                first_line(what)
+                render_docs(first_line(what))
             );
         }
         let _ = writeln!(o);

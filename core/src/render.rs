@@ -52,6 +52,15 @@ pub fn render_lossy(text: &str, ctx: &Context) -> String {
     scan(text, |p| Some(lookup(ctx, p.key, p.index).or(p.fallback.map(str::to_string)).unwrap_or_default()))
 }
 
+/// Renders rule text for documentation, where there is no log: a placeholder shows
+/// its fallback, or its name in angle quotes (`‹argument›`).
+pub fn render_docs(text: &str) -> String {
+    scan(text, |p| match p.fallback {
+        Some(f) if f != "not shown" => Some(f.to_string()),
+        _ => Some(format!("‹{}›", p.key)),
+    })
+}
+
 fn lookup(ctx: &Context, key: &str, index: Option<usize>) -> Option<String> {
     let v = ctx.get(key)?;
     let v = match (index, v) {
@@ -157,5 +166,6 @@ mod tests {
             assert_eq!(render(t, &ctx).as_deref(), want, "{t}");
         }
         assert_eq!(placeholders("{a} {b|c} {{d}}").len(), 2);
+        assert_eq!(render_docs("v{a|not shown} {b|B} {c}"), "v‹a› B ‹c›");
     }
 }
