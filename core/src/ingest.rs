@@ -219,8 +219,14 @@ pub fn strip_ansi(s: &str) -> String {
 /// Maps typographic quotes and the full-width colon to ASCII so that templates match
 /// text that went through a word processor or a CJK input method.
 fn normalize_punctuation(s: &str) -> String {
+    // Quotes escaped by a JSON or repr dump (`use the \'spawn\' start method`).
+    let s = if s.contains("\\'") || s.contains("\\\"") {
+        s.replace("\\'", "'").replace("\\\"", "\"")
+    } else {
+        s.to_string()
+    };
     if s.is_ascii() {
-        return s.to_string();
+        return s;
     }
     s.chars()
         .map(|c| match c {
@@ -276,6 +282,9 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         } else if line.rank.is_none() {
             if let Ok((rest, rank)) = srun_prefix(s) {
                 line.rank = Some(rank);
+                s = rest;
+            } else if let Some(rest) = after_launcher_token(s) {
+                // `i.pretrain/0 [default2]:[rank2]: ...`: a launcher's own token first.
                 s = rest;
             }
         }
@@ -335,6 +344,17 @@ fn template_prefix(i: &str) -> IResult<&str, u32> {
 fn viewer_line_number(i: &str) -> IResult<&str, ()> {
     let (rest, _) = (char('['), take_while_m_n(1, 9, |c: char| c.is_ascii_digit()), tag("] ")).parse(i)?;
     Ok((rest, ()))
+}
+
+/// A single launcher token before a rank label (`i.pretrain/0 [default2]:...`): the
+/// text from the label on.
+fn after_launcher_token(s: &str) -> Option<&str> {
+    let sp = s.find(' ')?;
+    if sp == 0 || sp > 48 {
+        return None;
+    }
+    let rest = &s[sp + 1..];
+    (rank_prefix(rest).is_ok() || role_prefix(rest).is_ok()).then_some(rest)
 }
 
 /// srun `--label` output: `3: `.
@@ -512,6 +532,8 @@ mod tests {
             ("gpu-3:trainer:5| boom", "boom", Some(5), None),
             ("[4]: RuntimeError: x", "RuntimeError: x", Some(4), None),
             ("[80746] [rank0]:[E321 10:00:00.1 x.cpp:1] boom", "boom", Some(0), Some('E')),
+            ("i.pretrain/0 [default2]:[rank2]: RuntimeError: x", "RuntimeError: x", Some(2), None),
+            ("use the \\'spawn\\' start method", "use the 'spawn' start method", None, None),
             ("step 50: loss=2.3", "step 50: loss=2.3", None, None),
         ];
         for (input, text, rank, level) in table {
