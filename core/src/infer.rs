@@ -725,6 +725,13 @@ fn device_culprit(
     let op = s("op");
     let code = s("failing_code").unwrap_or_default();
     let line = pycall::parse_line(&code);
+    // Whether the failing user frame is a module's `forward`.
+    let in_forward = frames
+        .iter()
+        .rev()
+        .find(|f| f.is_user())
+        .and_then(|f| f.func.as_deref())
+        .is_some_and(|f| f.contains("forward"));
     let frame_has = |n: &str| {
         frames.iter().any(|f| f.file.replace('\\', "/").contains(n) || f.func.as_deref().is_some_and(|x| x.contains(n)))
     };
@@ -891,12 +898,6 @@ fn device_culprit(
             let settled = expr.is_some() && (named.is_some() || role_op.is_some()) && !code.is_empty();
             c.confidence = if settled { Confidence::Certain } else { Confidence::Likely };
             // Refinements from what the expression is.
-            let in_forward = frames
-                .iter()
-                .rev()
-                .find(|f| f.is_user())
-                .and_then(|f| f.func.as_deref())
-                .is_some_and(|f| f.contains("forward"));
             if let Some(e) = &expr {
                 if role.call_arg.is_some() && e.starts_with("self.") && !e.contains('(') {
                     // A tensor kept in a plain attribute: `model.to()` does not move it.
@@ -942,12 +943,6 @@ fn device_culprit(
     }
     // A tensor attribute used as an operand inside `forward` (`x * self.mask`).
     if let Some(attr) = plain_self_attribute(&code) {
-        let in_forward = frames
-            .iter()
-            .rev()
-            .find(|f| f.is_user())
-            .and_then(|f| f.func.as_deref())
-            .is_some_and(|f| f.contains("forward"));
         if in_forward {
             c.kind = "unregistered-tensor-attribute".into();
             c.summary = format!("`{attr}` is used as a tensor in `forward`; if it was assigned as a plain attribute (not `register_buffer`), `model.to()` left it on {stray} while the input is on {target}");
