@@ -5,6 +5,9 @@
 //! - `diagnose-crash-793f…`, `diagnose-crash-b993…`: a multi-byte character right before
 //!   a message made `class_before` slice inside the character (fixed: char boundaries).
 //! - `stream-crash-033d…`: the same slice reached through the streaming target.
+//! - `diagnose-crash-93567b…`: the timeline was sorted with a comparator mixing
+//!   timestamps and line numbers, not a total order; std's sort panicked (fixed: input
+//!   order).
 
 use torchdx_core::Engine;
 

@@ -1101,17 +1101,11 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
         order.retain(|&k| k != i);
         order.insert(0, i);
     }
+    // Input order: a total order (mixing timestamps with line numbers is not one, and
+    // an inconsistent comparator makes sorting panic).
     let timeline_order = {
         let mut t: Vec<usize> = (0..merged.len()).collect();
-        t.sort_by(|&a, &b| {
-            if earlier(&merged[a], &merged[b]) {
-                std::cmp::Ordering::Less
-            } else if earlier(&merged[b], &merged[a]) {
-                std::cmp::Ordering::Greater
-            } else {
-                a.cmp(&b)
-            }
-        });
+        t.sort_by_key(|&k| (merged[k].finding.location.line, k));
         t
     };
     let pos = |k: usize| order.iter().position(|&o| o == k).unwrap_or(0);
