@@ -36,9 +36,7 @@ const EXAMPLE_ORDER: &[&str] = &["name", "expect", "source", "log", "evidence", 
 const MATCH_ORDER: &[&str] = &["template", "torch", "exception"];
 
 pub(crate) fn new_rule(id: &str, dir: &Path) -> Result<ExitCode, Fail> {
-    let valid = !id.is_empty()
-        && id.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
-    if !valid {
+    if !torchdx_core::pack::is_kebab(id) {
         return Err(Fail(format!("rule id `{id}` must be kebab-case (lowercase words joined by `-`)")));
     }
     let path = dir.join(format!("{id}.toml"));

@@ -424,7 +424,8 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
     Ok(Rule { source_name: src.name.to_string(), source_text: src.text.to_string(), spec, templates })
 }
 
-fn is_kebab(s: &str) -> bool {
+/// Whether `s` is a valid rule id: lowercase words and digits joined by `-`.
+pub fn is_kebab(s: &str) -> bool {
     !s.is_empty()
         && s.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
 }
