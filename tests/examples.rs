@@ -80,6 +80,30 @@ fn prefilter_never_hides_a_match() {
     }
 }
 
+/// Past a few MB the scan switches from its NFA to its DFA; where the switch falls
+/// (whole input: at once; small chunks: after 2 MB) must not change the report.
+#[test]
+fn scan_automaton_switch_does_not_change_the_report() {
+    let engine = Engine::builtin();
+    let filler = "[rank3]: step 1200 loss 2.1183 lr 3.00e-04 grad_norm 0.917 tokens/s 183211\n";
+    let mut log = String::new();
+    while log.len() < 3 << 20 {
+        log.push_str(filler);
+        if log.len() % (512 << 10) < filler.len() {
+            // Hits on both sides of the switch.
+            log.push_str(include_str!("../examples/multirank-nccl.log"));
+        }
+    }
+    log.push_str(include_str!("../examples/device-mismatch.log"));
+    let whole = engine.diagnose(&log).to_json();
+    let mut s = engine.stream();
+    for chunk in log.as_bytes().chunks(64 << 10) {
+        s.feed(chunk);
+    }
+    assert_eq!(s.finish().to_json(), whole);
+    assert!(whole.contains("device-mismatch") && whole.contains("nccl"), "the log's failures are found");
+}
+
 /// Damaged real-world shapes (prefixes, wraps, notebooks, one-line pastes, multi-rank
 /// cascades): one snapshot each of the report a person reads. Their expected family and
 /// fields are scored by `torchdx eval tests/fixtures/hazards` in the CLI tests.

@@ -266,7 +266,7 @@ pub fn docs_files(engine: &Engine) -> Vec<(String, String)> {
         let s = &r.spec;
         let cell =
             |t: &str| torchdx_core::render::render_docs(t.trim().lines().next().unwrap_or("")).replace('|', "\\|");
-        let symptom = s.matches.first().map(|m| m.template.get_ref().replace('`', "'")).unwrap_or_default();
+        let symptom = s.matches.first().map(|m| m.template.replace('`', "'")).unwrap_or_default();
         let symptom: String = symptom.chars().take(90).collect();
         hub.push_str(&format!(
             "| {} | [{}]({}.md) | `{}` | {} | {} | {} |\n",

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::pack::{self, compile_rule, line_col, Expect, Pack, Rule, RuleSource};
+use crate::pack::{self, compile_rule, line_col, Expect, Pack, Rule, RuleSource, Seg};
 use crate::render;
 use crate::report::Report;
 use crate::Engine;
@@ -130,7 +130,7 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
                 if let Some(prev) = ids.insert(rule.id().to_string(), src.name.to_string()) {
                     out.diagnostics.push(diag(
                         src,
-                        rule.spec.id.span().start,
+                        pack::locate(src.text, &[Seg::Key("id")]).unwrap_or(0),
                         format!("duplicate rule id `{}` (also in {prev})", rule.id()),
                         None,
                     ));
@@ -154,12 +154,12 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
     let ids: BTreeSet<&str> = pack.rules().iter().map(|r| r.id()).collect();
     for r in pack.rules().iter().filter(|r| good.iter().any(|g| g.name == r.source_name)) {
         let src = RuleSource { name: &r.source_name, text: &r.source_text };
-        for rel in &r.spec.related {
-            if !ids.contains(rel.get_ref().as_str()) {
+        for (i, rel) in r.spec.related.iter().enumerate() {
+            if !ids.contains(rel.as_str()) {
                 out.diagnostics.push(diag(
                     &src,
-                    rel.span().start,
-                    format!("related rule `{}` does not exist", rel.get_ref()),
+                    pack::locate(src.text, &[Seg::Key("related"), Seg::Index(i)]).unwrap_or(0),
+                    format!("related rule `{rel}` does not exist"),
                     Some("`related` must name ids of rules in the pack"),
                 ));
             }

@@ -231,7 +231,7 @@ pub fn explain_markdown(rule: &Rule) -> String {
         let _ = writeln!(
             o,
             "- `{}`{}",
-            m.template.get_ref().replace('`', "'"),
+            m.template.replace('`', "'"),
             m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default()
         );
     }
@@ -275,7 +275,7 @@ pub fn explain_markdown(rule: &Rule) -> String {
         let _ = writeln!(o);
     }
     if !s.related.is_empty() {
-        let rel: Vec<String> = s.related.iter().map(|r| format!("[{0}]({0}.md)", r.get_ref())).collect();
+        let rel: Vec<String> = s.related.iter().map(|r| format!("[{0}]({0}.md)", r)).collect();
         let _ = writeln!(o, "## Related\n\n{}\n", rel.join(", "));
     }
     let _ = writeln!(o, "## Examples\n");

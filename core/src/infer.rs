@@ -641,7 +641,7 @@ fn bind(
         prevent: render::render_lossy(&pick(|c| c.prevent.as_ref(), &rule.spec.prevent), &ctx),
         missing,
         next_action,
-        related: rule.spec.related.iter().map(|r| r.get_ref().clone()).collect(),
+        related: rule.spec.related.clone(),
     }
 }
 

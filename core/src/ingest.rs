@@ -173,13 +173,21 @@ fn resolve_carriage_returns(s: &str) -> &str {
 /// Removes ANSI escape sequences, including the bare `[0;31m` form whose ESC byte was
 /// lost in a copy-paste. Idempotent.
 pub fn strip_ansi(s: &str) -> String {
-    if !s.contains('\x1b') && !s.contains('m') {
+    let b = s.as_bytes();
+    // Only an ESC, or an `m` ending a bare `[...m`, can start a removal.
+    if memchr::memchr2(0x1b, b'm', b).is_none() {
         return s.to_string();
     }
-    let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
+        // The run up to the next ESC or `m` is copied as it is.
+        let next = memchr::memchr2(0x1b, b'm', &b[i..]).map_or(b.len(), |p| i + p);
+        out.push_str(&s[i..next]);
+        i = next;
+        if i == b.len() {
+            break;
+        }
         if b[i] == 0x1b {
             // CSI: ESC `[` params final-byte; any other escape: drop the ESC itself.
             if b.get(i + 1) == Some(&b'[') {
@@ -195,22 +203,19 @@ pub fn strip_ansi(s: &str) -> String {
             i += 1;
             continue;
         }
-        let c = s[i..].chars().next().unwrap_or('\u{fffd}');
-        out.push(c);
-        i += c.len_utf8();
+        out.push('m');
+        i += 1;
         // A bare SGR sequence (`[0;31m`, its ESC lost) is removed as soon as it is
         // complete in the output, so a sequence formed by a removal goes too.
-        if c == 'm' {
-            let ob = out.as_bytes();
-            let mut k = ob.len() - 1;
-            let mut digits = 0;
-            while k > 0 && (ob[k - 1].is_ascii_digit() || ob[k - 1] == b';') && digits < 16 {
-                k -= 1;
-                digits += 1;
-            }
-            if digits > 0 && k > 0 && ob[k - 1] == b'[' && ob[k..ob.len() - 1].iter().any(u8::is_ascii_digit) {
-                out.truncate(k - 1);
-            }
+        let ob = out.as_bytes();
+        let mut k = ob.len() - 1;
+        let mut digits = 0;
+        while k > 0 && (ob[k - 1].is_ascii_digit() || ob[k - 1] == b';') && digits < 16 {
+            k -= 1;
+            digits += 1;
+        }
+        if digits > 0 && k > 0 && ob[k - 1] == b'[' && ob[k..ob.len() - 1].iter().any(u8::is_ascii_digit) {
+            out.truncate(k - 1);
         }
     }
     out
@@ -220,11 +225,8 @@ pub fn strip_ansi(s: &str) -> String {
 /// text that went through a word processor or a CJK input method.
 fn normalize_punctuation(s: &str) -> String {
     // Quotes escaped by a JSON or repr dump (`use the \'spawn\' start method`).
-    let s = if s.contains("\\'") || s.contains("\\\"") {
-        s.replace("\\'", "'").replace("\\\"", "\"")
-    } else {
-        s.to_string()
-    };
+    let escaped = memchr::memchr(b'\\', s.as_bytes()).is_some() && (s.contains("\\'") || s.contains("\\\""));
+    let s = if escaped { s.replace("\\'", "'").replace("\\\"", "\"") } else { s.to_string() };
     if s.is_ascii() {
         return s;
     }
@@ -503,6 +505,89 @@ fn misc_prefix(i: &str) -> IResult<&str, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first, character-at-a-time `strip_ansi`: the oracle for the run-copying one.
+    fn strip_ansi_by_char(s: &str) -> String {
+        if !s.contains('\x1b') && !s.contains('m') {
+            return s.to_string();
+        }
+        let b = s.as_bytes();
+        let mut out = String::with_capacity(s.len());
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == 0x1b {
+                // CSI: ESC `[` params final-byte; any other escape: drop the ESC itself.
+                if b.get(i + 1) == Some(&b'[') {
+                    let mut j = i + 2;
+                    while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';' || b[j] == b'?') {
+                        j += 1;
+                    }
+                    if j < b.len() && b[j].is_ascii_alphabetic() {
+                        i = j + 1;
+                        continue;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let c = s[i..].chars().next().unwrap_or('\u{fffd}');
+            out.push(c);
+            i += c.len_utf8();
+            // A bare SGR sequence (`[0;31m`, its ESC lost) is removed as soon as it is
+            // complete in the output, so a sequence formed by a removal goes too.
+            if c == 'm' {
+                let ob = out.as_bytes();
+                let mut k = ob.len() - 1;
+                let mut digits = 0;
+                while k > 0 && (ob[k - 1].is_ascii_digit() || ob[k - 1] == b';') && digits < 16 {
+                    k -= 1;
+                    digits += 1;
+                }
+                if digits > 0 && k > 0 && ob[k - 1] == b'[' && ob[k..ob.len() - 1].iter().any(u8::is_ascii_digit) {
+                    out.truncate(k - 1);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn strip_ansi_equals_the_char_at_a_time_version() {
+        let pieces = [
+            "\x1b[0;31m",
+            "\x1b[",
+            "\x1b",
+            "[0;31m",
+            "[1m",
+            "[m",
+            "[0;",
+            "1m",
+            "m",
+            "mm",
+            "é",
+            "[rank0]:",
+            "x",
+            " ",
+            "[12;34;56m",
+            "\x1b[?25l",
+            ";",
+        ];
+        // Every sequence of up to four pieces.
+        let mut inputs = vec![String::new()];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for s in &inputs {
+                for p in pieces {
+                    next.push(format!("{s}{p}"));
+                }
+            }
+            inputs.extend(next);
+            inputs.dedup();
+        }
+        for s in &inputs {
+            assert_eq!(strip_ansi(s), strip_ansi_by_char(s), "{s:?}");
+        }
+    }
 
     fn clean(s: &str) -> Line {
         Cleaner::default().line(1, s.as_bytes())

@@ -54,7 +54,7 @@ pub mod report;
 pub mod stream;
 pub mod template;
 
-pub use engine::{builtin_sources, Engine};
+pub use engine::{builtin_pack, builtin_sources, Engine};
 pub use pack::{Confidence, Pack, PackError, Rule, RuleSource};
 pub use report::{Culprit, Finding, Location, Report, Role};
 pub use stream::Diagnoser;

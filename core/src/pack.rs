@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use toml::Spanned;
 
 use crate::template::Template;
 
@@ -95,8 +94,7 @@ pub struct CulpritSpec {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MatchSpec {
-    #[cfg_attr(feature = "schema", schemars(with = "String"))]
-    pub template: Spanned<String>,
+    pub template: String,
     /// The torch releases that print this wording, e.g. `">=2.8"`, `"1.10-2.7"`.
     #[serde(default)]
     pub torch: Option<String>,
@@ -197,10 +195,8 @@ pub struct Example {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RuleSpec {
-    #[cfg_attr(feature = "schema", schemars(with = "String"))]
-    pub id: Spanned<String>,
-    #[cfg_attr(feature = "schema", schemars(with = "String"))]
-    pub family: Spanned<String>,
+    pub id: String,
+    pub family: String,
     pub title: String,
     pub summary: String,
     #[serde(default)]
@@ -218,8 +214,7 @@ pub struct RuleSpec {
     pub missing: Vec<String>,
     pub next_action: String,
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Vec<String>"))]
-    pub related: Vec<Spanned<String>>,
+    pub related: Vec<String>,
     #[serde(default)]
     pub culprit: Option<CulpritSpec>,
     #[serde(rename = "match")]
@@ -244,10 +239,10 @@ pub struct Rule {
 
 impl Rule {
     pub fn id(&self) -> &str {
-        self.spec.id.get_ref()
+        &self.spec.id
     }
     pub fn family(&self) -> &str {
-        self.spec.family.get_ref()
+        &self.spec.family
     }
 }
 
@@ -378,28 +373,82 @@ const HINT_KEYS: &str = "rules/README.md lists the keys a rule file takes; top-l
 const HINT_TEMPLATE: &str =
     "the template language: literal text, `{kind:name}` captures, `{?optional}`, `{a|b}`; see rules/README.md";
 
-/// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
-pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
-    let spec: RuleSpec = toml::from_str(src.text).map_err(|e| {
+/// One step of a path into a TOML document: a key or an array index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The byte offset of the value at `path` in a TOML text (`[Key("match"), Index(2),
+/// Key("template")]` is the third `[[match]]`'s template), or `None` when the text does
+/// not parse or has no such value.
+///
+/// Rule specs hold plain values, not spans: a pack decoded from its precompiled form
+/// has no text positions, and only a problem needs one. So positions are found again,
+/// from the text, when a problem is reported.
+pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let mut table = root.get_ref();
+    let mut value: Option<&toml::Spanned<DeValue<'_>>> = None;
+    for seg in path {
+        let next = match (seg, value) {
+            (Seg::Key(k), None) => table.get(*k)?,
+            (Seg::Key(k), Some(v)) => match v.get_ref() {
+                DeValue::Table(t) => {
+                    table = t;
+                    t.get(*k)?
+                }
+                _ => return None,
+            },
+            (Seg::Index(i), Some(v)) => match v.get_ref() {
+                DeValue::Array(a) => a.get(*i)?,
+                _ => return None,
+            },
+            (Seg::Index(_), None) => return None,
+        };
+        if let DeValue::Table(t) = next.get_ref() {
+            table = t;
+        }
+        value = Some(next);
+    }
+    value.map(|v| v.span().start)
+}
+
+/// Parses one rule file (TOML) into its spec.
+pub fn parse_rule(src: RuleSource<'_>) -> Result<RuleSpec, PackError> {
+    toml::from_str(src.text).map_err(|e| {
         let off = e.span().map(|s| s.start).unwrap_or(0);
         with_hint(error_at(&src, off, e.message().trim_end().to_string()), HINT_KEYS)
-    })?;
-    let id = spec.id.get_ref();
+    })
+}
+
+/// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
+pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
+    compile_spec(src, parse_rule(src)?)
+}
+
+/// Compiles a parsed rule: checks its id, family and templates. `src` is the file the
+/// spec came from (its name and text locate problems).
+pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec) -> Result<Rule, PackError> {
+    let at = |path: &[Seg<'_>]| locate(src.text, path).unwrap_or(0);
+    let id = spec.id.as_str();
     if !is_kebab(id) {
-        return Err(error_at(&src, spec.id.span().start, format!("rule id `{id}` is not kebab-case")));
+        return Err(error_at(&src, at(&[Seg::Key("id")]), format!("rule id `{id}` is not kebab-case")));
     }
     let stem = src.name.rsplit(['/', '\\']).next().unwrap_or(src.name);
     let stem = stem.strip_suffix(".toml").unwrap_or(stem);
     if stem != id && src.name.ends_with(".toml") {
         return Err(error_at(
             &src,
-            spec.id.span().start,
+            at(&[Seg::Key("id")]),
             format!("rule id `{id}` differs from its file name `{stem}.toml`"),
         ));
     }
-    if !FAMILIES.contains(&spec.family.get_ref().as_str()) {
+    if !FAMILIES.contains(&spec.family.as_str()) {
         return Err(with_hint(
-            error_at(&src, spec.family.span().start, format!("unknown family `{}`", spec.family.get_ref())),
+            error_at(&src, at(&[Seg::Key("family")]), format!("unknown family `{}`", spec.family)),
             &format!("use one of: {}", FAMILIES.join(", ")),
         ));
     }
@@ -407,17 +456,14 @@ pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
         return Err(error_at(&src, 0, "a rule needs at least one [[match]] template"));
     }
     let mut templates = Vec::new();
-    for m in &spec.matches {
-        let span = m.template.span();
-        let t = Template::parse(m.template.get_ref()).map_err(|e| {
+    for (i, m) in spec.matches.iter().enumerate() {
+        let t = Template::parse(&m.template).map_err(|e| {
             // Offset of the template text inside the file: skip the opening quotes.
-            let raw = &src.text[span.start.min(src.text.len())..span.end.min(src.text.len())];
+            let start = at(&[Seg::Key("match"), Seg::Index(i), Seg::Key("template")]).min(src.text.len());
+            let raw = &src.text[start..];
             let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") { 3 } else { 1 };
             let nl = if raw[quote.min(raw.len())..].starts_with('\n') { 1 } else { 0 };
-            with_hint(
-                error_at(&src, span.start + quote + nl + e.offset, format!("template: {}", e.message)),
-                HINT_TEMPLATE,
-            )
+            with_hint(error_at(&src, start + quote + nl + e.offset, format!("template: {}", e.message)), HINT_TEMPLATE)
         })?;
         templates.push(t);
     }
@@ -440,30 +486,77 @@ pub struct Pack {
 /// Name of the data file holding the op-argument role table.
 pub const OPS_FILE: &str = "data/ops.toml";
 
+/// Whether a source is the op-argument role table rather than a rule.
+fn is_ops_file(name: &str) -> bool {
+    name.ends_with("ops.toml")
+}
+
+/// A pack decoded ahead of time, as JSON: every rule file's spec, by file name and in
+/// source order, and the op table. The crate's build script writes it for the
+/// built-in rules, because serde_json decodes it about six times faster than the TOML
+/// parses, and the TOML is still what rule authors write and what errors point into.
+#[derive(Deserialize)]
+struct Precompiled {
+    rules: Vec<PrecompiledRule>,
+    ops: Vec<OpsFile>,
+}
+
+#[derive(Deserialize)]
+struct PrecompiledRule {
+    name: String,
+    spec: RuleSpec,
+}
+
 impl Pack {
     /// Compiles rule files; a source named `data/ops.toml` (or ending in `/ops.toml`)
     /// is the op-argument role table. Later sources override earlier ones with the
     /// same rule id. Cross-rule consistency (`related` ids) is checked by
     /// [`crate::check`], not here: a dangling reference does not stop diagnosis.
     pub fn new(sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
-        let mut rules: Vec<Rule> = Vec::new();
-        let mut ops = Vec::new();
+        Pack { rules: Vec::new(), ops: Vec::new() }.with(sources)
+    }
+
+    /// This pack plus `sources`, compiled as [`Pack::new`] does: a rule with an existing
+    /// id replaces it.
+    pub fn with(mut self, sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
         for src in sources {
-            if src.name.ends_with("ops.toml") {
+            if is_ops_file(src.name) {
                 let f: OpsFile = toml::from_str(src.text).map_err(|e| {
                     error_at(src, e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end().to_string())
                 })?;
-                ops.extend(f.op);
-                continue;
-            }
-            let rule = compile_rule(*src)?;
-            if let Some(existing) = rules.iter_mut().find(|r| r.id() == rule.id()) {
-                *existing = rule;
+                self.ops.extend(f.op);
             } else {
-                rules.push(rule);
+                self.insert(compile_rule(*src)?);
             }
         }
-        Ok(Pack { rules, ops })
+        Ok(self)
+    }
+
+    /// The pack from its precompiled form (see [`Precompiled`]) and the files it was
+    /// made from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML.
+    /// `None` when the two disagree (a file added, removed or renamed since), so the
+    /// caller can fall back to [`Pack::new`].
+    pub fn from_precompiled(sources: &[RuleSource<'_>], json: &str) -> Option<Pack> {
+        let pre: Precompiled = serde_json::from_str(json).ok()?;
+        let mut specs = pre.rules.into_iter();
+        let mut pack = Pack { rules: Vec::new(), ops: pre.ops.into_iter().flat_map(|f| f.op).collect() };
+        for src in sources.iter().filter(|s| !is_ops_file(s.name)) {
+            let rule = specs.next()?;
+            if rule.name != src.name {
+                return None;
+            }
+            pack.insert(compile_spec(*src, rule.spec).ok()?);
+        }
+        specs.next().is_none().then_some(pack)
+    }
+
+    /// Adds a rule; one with the same id is replaced where it stands.
+    fn insert(&mut self, rule: Rule) {
+        if let Some(existing) = self.rules.iter_mut().find(|r| r.id() == rule.id()) {
+            *existing = rule;
+        } else {
+            self.rules.push(rule);
+        }
     }
 
     pub fn rules(&self) -> &[Rule] {
@@ -481,5 +574,92 @@ impl Pack {
     /// The role table entry for an ATen op name.
     pub fn op(&self, name: &str) -> Option<&OpSpec> {
         self.ops.iter().find(|o| o.names.iter().any(|n| n == name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: &str = r#"id = "demo-rule"
+family = "cuda-oom"
+related = ["cuda-oom", "no-such-rule"]
+title = "t"
+summary = "s"
+mechanism = "m"
+checklist = ["c"]
+fix = "f"
+verify = "v"
+prevent = "p"
+next_action = "n"
+
+[[match]]
+template = "CUDA out of memory"
+
+[[match]]
+template = '''
+Tried to allocate {bogus:req}'''
+"#;
+
+    #[test]
+    fn locate_finds_values_by_path() {
+        let at = |path: &[Seg<'_>]| locate(RULE, path).map(|o| &RULE[o..o + 12]);
+        let table: &[(&[Seg<'_>], Option<&str>)] = &[
+            (&[Seg::Key("id")], Some("\"demo-rule\"\n")),
+            (&[Seg::Key("family")], Some("\"cuda-oom\"\nr")),
+            (&[Seg::Key("related"), Seg::Index(1)], Some("\"no-such-rul")),
+            (&[Seg::Key("match"), Seg::Index(0), Seg::Key("template")], Some("\"CUDA out of")),
+            (&[Seg::Key("match"), Seg::Index(1), Seg::Key("template")], Some("'''\nTried to")),
+            (&[Seg::Key("match"), Seg::Index(2), Seg::Key("template")], None),
+            (&[Seg::Key("related"), Seg::Key("x")], None),
+            (&[Seg::Index(0)], None),
+            (&[Seg::Key("nope")], None),
+        ];
+        for (path, want) in table {
+            assert_eq!(at(path), *want, "{path:?}");
+        }
+        assert_eq!(locate("id = [", &[Seg::Key("id")]), None, "a text that does not parse has no positions");
+    }
+
+    #[test]
+    fn template_errors_point_into_multiline_strings() {
+        let src = RuleSource { name: "demo-rule.toml", text: RULE };
+        let e = compile_rule(src).unwrap_err();
+        assert_eq!((e.line, e.col), (18, 20), "{}", e.report());
+        assert!(e.message.contains("template"), "{}", e.message);
+    }
+
+    fn precompiled_json(sources: &[RuleSource<'_>]) -> String {
+        let mut rules = Vec::new();
+        let mut ops = Vec::new();
+        for s in sources {
+            let v: serde_json::Value = toml::from_str(s.text).unwrap();
+            if is_ops_file(s.name) {
+                ops.push(v);
+            } else {
+                rules.push(serde_json::json!({ "name": s.name, "spec": v }));
+            }
+        }
+        serde_json::json!({ "rules": rules, "ops": ops }).to_string()
+    }
+
+    #[test]
+    fn precompiled_form_decodes_to_the_same_pack_or_to_none() {
+        let ok = "id = \"demo-rule\"\nfamily = \"cuda-oom\"\ntitle = \"t\"\nsummary = \"s\"\nmechanism = \"m\"\nchecklist = [\"c\"]\nfix = \"f\"\nverify = \"v\"\nprevent = \"p\"\nnext_action = \"n\"\n[[match]]\ntemplate = \"CUDA out of memory\"\n";
+        let ops = "[[op]]\nnames = [\"mm\"]\nuser_call = \"a @ b\"\nargs = [{ name = \"self\", role = \"a\", kind = \"input\" }]\n";
+        let sources =
+            [RuleSource { name: "data/ops.toml", text: ops }, RuleSource { name: "demo-rule.toml", text: ok }];
+        let json = precompiled_json(&sources);
+        let pre = Pack::from_precompiled(&sources, &json).expect("decodes");
+        let parsed = Pack::new(&sources).unwrap();
+        assert_eq!(pre.rules()[0].spec, parsed.rules()[0].spec);
+        assert_eq!(pre.ops(), parsed.ops());
+        // Files that are not the ones precompiled: the caller must parse them.
+        assert!(Pack::from_precompiled(&sources[..1], &json).is_none(), "a file removed");
+        let renamed = [sources[0], RuleSource { name: "other.toml", text: ok }];
+        assert!(Pack::from_precompiled(&renamed, &json).is_none(), "a file renamed");
+        assert!(Pack::from_precompiled(&sources, "{").is_none(), "not JSON");
+        let bad = json.replace("\"fix\":\"f\"", "\"fixx\":\"f\"");
+        assert!(Pack::from_precompiled(&sources, &bad).is_none(), "an unknown key is refused as in TOML");
     }
 }

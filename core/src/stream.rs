@@ -132,7 +132,7 @@ impl<'e> Diagnoser<'e> {
         let (body, tail) = rest.split_at(complete);
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
-        self.engine.scan(body, &mut self.seen, |off, p| hits.push((off, p)));
+        self.engine.scan(body, self.bytes, &mut self.seen, |off, p| hits.push((off, p)));
         hits.sort_unstable();
         let mut h = 0;
         let mut start = 0;
@@ -171,7 +171,7 @@ impl<'e> Diagnoser<'e> {
     /// A line assembled across chunks: scanned on its own.
     fn whole_line(&mut self, raw: &[u8]) {
         let mut hits = Vec::new();
-        self.engine.scan(raw, &mut self.seen, |off, p| hits.push((off, p)));
+        self.engine.scan(raw, self.bytes, &mut self.seen, |off, p| hits.push((off, p)));
         let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| self.engine.anchor_could_match(raw, off, p)));
         self.line(raw, hit);
     }

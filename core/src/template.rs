@@ -17,8 +17,8 @@ use std::fmt;
 
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1};
-use nom::character::complete::{anychar, char, multispace1};
-use nom::combinator::{map, value, verify};
+use nom::character::complete::{char, multispace1};
+use nom::combinator::{map, value};
 use nom::{IResult, Parser};
 use serde_json::Value;
 
@@ -273,7 +273,7 @@ fn parse_seq(full: &str, mut i: &str, depth: usize) -> Result<Vec<Piece>, Templa
             continue;
         }
         if let Ok((rest, c)) = escaped_brace(i) {
-            push_lit(&mut out, c);
+            push_lit(&mut out, c.encode_utf8(&mut [0; 4]));
             i = rest;
             continue;
         }
@@ -290,18 +290,18 @@ fn parse_seq(full: &str, mut i: &str, depth: usize) -> Result<Vec<Piece>, Templa
             out.push(parse_group(full, body, depth)?);
             continue;
         }
-        let (rest, c) = literal_char(i).map_err(|_| err(full, i, "unexpected character"))?;
-        push_lit(&mut out, c);
+        let (rest, run) = literal_run(i).map_err(|_| err(full, i, "unexpected character"))?;
+        push_lit(&mut out, run);
         i = rest;
     }
     Ok(out)
 }
 
-fn push_lit(out: &mut Vec<Piece>, c: char) {
+fn push_lit(out: &mut Vec<Piece>, s: &str) {
     if let Some(Piece::Lit(l)) = out.last_mut() {
-        l.push(c);
+        l.push_str(s);
     } else {
-        out.push(Piece::Lit(c.to_string()));
+        out.push(Piece::Lit(s.to_string()));
     }
 }
 
@@ -309,8 +309,9 @@ fn escaped_brace(i: &str) -> IResult<&str, char> {
     alt((value('{', tag("{{")), value('}', tag("}}")))).parse(i)
 }
 
-fn literal_char(i: &str) -> IResult<&str, char> {
-    verify(anychar, |c: &char| !c.is_whitespace() && *c != '{' && *c != '}').parse(i)
+/// A run of literal characters: up to whitespace or a brace.
+fn literal_run(i: &str) -> IResult<&str, &str> {
+    take_while1(|c: char| !c.is_whitespace() && c != '{' && c != '}').parse(i)
 }
 
 /// Length of a group body up to its matching `}`, honouring nesting and `{{`/`}}`.
@@ -533,8 +534,14 @@ impl<'h> Matcher<'h> {
         let numeric = matches!(kind, Kind::Int | Kind::Num | Kind::Shape | Kind::Size | Kind::Device);
         let owned;
         let (s, orig): (&str, Option<&[usize]>) = if numeric {
-            owned = dewrap(self.hay, pos, 256);
-            (owned.0.as_str(), Some(owned.1.as_slice()))
+            let end = floor_boundary(self.hay, (pos + DEWRAP_MAX).min(self.hay.len()));
+            if memchr::memchr(b'\n', &self.hay.as_bytes()[pos..end]).is_none() {
+                // No line break in reach: dewrapping would copy the text unchanged.
+                (&self.hay[pos..end], None)
+            } else {
+                owned = dewrap(self.hay, pos, DEWRAP_MAX);
+                (owned.0.as_str(), Some(owned.1.as_slice()))
+            }
         } else {
             (&self.hay[pos..], None)
         };
@@ -610,36 +617,45 @@ fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
 /// Shortest line a terminal wraps: a break in a shorter line is a real line end.
 const MIN_WRAP_WIDTH: usize = 60;
 
+/// Bytes a numeric capture reads through wraps.
+const DEWRAP_MAX: usize = 256;
+
 /// Up to `max` bytes of `hay` from `pos` with terminal hard wraps (a line break plus
 /// indentation between two non-space characters, in a line at least
 /// [`MIN_WRAP_WIDTH`] long) removed, and for each output byte its input offset.
 fn dewrap(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
     let b = hay.as_bytes();
     let end = floor_boundary(hay, (pos + max).min(hay.len()));
-    let mut out = String::new();
-    let mut orig = Vec::new();
+    let mut out = String::with_capacity(end - pos);
+    let mut orig = Vec::with_capacity(end - pos + 1);
+    let mut line_start = hay[..pos].rfind('\n').map_or(0, |p| p + 1);
     let mut i = pos;
     while i < end {
-        if b[i] == b'\n' && i > 0 && !b[i - 1].is_ascii_whitespace() {
-            let line_start = hay[..i].rfind('\n').map(|p| p + 1).unwrap_or(0);
-            let mut j = i + 1;
-            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
-                j += 1;
-            }
-            if i - line_start >= MIN_WRAP_WIDTH
-                && j < b.len()
-                && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','))
-            {
-                i = j;
-                continue;
-            }
+        // Copy up to the next line break in one go; only breaks need a decision.
+        let nl = memchr::memchr(b'\n', &b[i..end]).map_or(end, |p| i + p);
+        out.push_str(&hay[i..nl]);
+        orig.extend(i..nl);
+        if nl == end {
+            i = end;
+            break;
         }
-        let c = hay[i..].chars().next().unwrap_or(' ');
-        for k in 0..c.len_utf8() {
-            orig.push(i + k);
+        let mut j = nl + 1;
+        while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+            j += 1;
         }
-        out.push(c);
-        i += c.len_utf8();
+        let wrap = nl > 0
+            && !b[nl - 1].is_ascii_whitespace()
+            && nl - line_start >= MIN_WRAP_WIDTH
+            && j < b.len()
+            && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','));
+        if wrap {
+            i = j;
+        } else {
+            out.push('\n');
+            orig.push(nl);
+            i = nl + 1;
+        }
+        line_start = nl + 1;
     }
     orig.push(i);
     (out, orig)
@@ -680,6 +696,58 @@ fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    /// The first, character-at-a-time `dewrap`: the oracle for the run-copying one.
+    fn dewrap_by_char(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
+        let b = hay.as_bytes();
+        let end = floor_boundary(hay, (pos + max).min(hay.len()));
+        let mut out = String::new();
+        let mut orig = Vec::new();
+        let mut i = pos;
+        while i < end {
+            if b[i] == b'\n' && i > 0 && !b[i - 1].is_ascii_whitespace() {
+                let line_start = hay[..i].rfind('\n').map(|p| p + 1).unwrap_or(0);
+                let mut j = i + 1;
+                while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                    j += 1;
+                }
+                if i - line_start >= MIN_WRAP_WIDTH
+                    && j < b.len()
+                    && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','))
+                {
+                    i = j;
+                    continue;
+                }
+            }
+            let c = hay[i..].chars().next().unwrap_or(' ');
+            for k in 0..c.len_utf8() {
+                orig.push(i + k);
+            }
+            out.push(c);
+            i += c.len_utf8();
+        }
+        orig.push(i);
+        (out, orig)
+    }
+
+    #[test]
+    fn dewrap_equals_the_char_at_a_time_version() {
+        let long = "x".repeat(70);
+        let hays = [
+            format!("{long}\n    123456\nnext"),
+            format!("{long}1\n  .5e3 and\n\n{long}\n:x"),
+            format!("short\n 12\n{long}\n\t9, é {long}é\n 7"),
+            "\n\n1\n".to_string(),
+            format!("{long} \n 1"),
+        ];
+        for hay in &hays {
+            for pos in (0..hay.len()).filter(|&p| hay.is_char_boundary(p)) {
+                for max in [0, 1, 5, 80, 256] {
+                    assert_eq!(dewrap(hay, pos, max), dewrap_by_char(hay, pos, max), "{hay:?} {pos} {max}");
+                }
+            }
+        }
+    }
+
     use super::*;
 
     fn caps(t: &str, hay: &str) -> Vec<(String, Value)> {
