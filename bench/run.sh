@@ -86,7 +86,7 @@ done
 if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
   echo; echo "WASM (Node) vs native on a 1 MB log:"
   f="$OUT/gen-1.log"; [ -s "$f" ] || target/release/gen-log 1 64 7 > "$f"
-  node bench/wasm-vs-native.mjs "$f" "$BIN"
+  node bench/wasm-vs-native.mjs "$f" target/release/time-diagnose
 fi
 
 echo; echo "criterion (pack load, 100 KB paste, grammars):"

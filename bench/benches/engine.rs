@@ -18,7 +18,10 @@ fn paste_100k() -> String {
 fn benches(c: &mut Criterion) {
     c.bench_function("pack_load_builtin", |b| b.iter(Engine::builtin));
     let sources = torchdx_core::builtin_sources();
-    c.bench_function("pack_parse_only", |b| b.iter(|| torchdx_core::Pack::new(&sources).unwrap()));
+    // The built-in pack decoded from its precompiled JSON (what `Engine::builtin` does),
+    // and the same files parsed as TOML (what an extra rule pack costs per file).
+    c.bench_function("pack_decode_precompiled", |b| b.iter(|| torchdx_core::builtin_pack().unwrap()));
+    c.bench_function("pack_parse_toml", |b| b.iter(|| torchdx_core::Pack::new(&sources).unwrap()));
     let pack = torchdx_core::Pack::new(&sources).unwrap();
     c.bench_function("engine_build_only", |b| b.iter(|| Engine::new(pack.clone())));
     let engine = Engine::builtin();

@@ -158,7 +158,7 @@ impl RuleSummary {
             collateral: rule.spec.collateral,
             confidence: rule.spec.confidence,
             source: rule.source_name.clone(),
-            templates: rule.spec.matches.iter().map(|m| m.template.get_ref().clone()).collect(),
+            templates: rule.spec.matches.iter().map(|m| m.template.clone()).collect(),
         }
     }
 }
@@ -223,18 +223,46 @@ fn parse(json: &str) -> Result<JsValue, JsError> {
     js_sys::JSON::parse(json).map_err(|_| JsError::new("internal: report JSON did not parse"))
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// The JS engine's own UTF-8 encoder (a global in browsers, workers and Node).
+    type TextEncoder;
+    #[wasm_bindgen(constructor)]
+    fn new() -> TextEncoder;
+    #[wasm_bindgen(method)]
+    fn encode(this: &TextEncoder, text: &js_sys::JsString) -> js_sys::Uint8Array;
+}
+
+/// A JS string as UTF-8 bytes in wasm memory. wasm-bindgen's glue for a `&str` argument
+/// copies the string one UTF-16 unit at a time in JS while it is ASCII: 14% of a 1 MB
+/// log's diagnosis in Node. `TextEncoder` encodes natively and one copy brings the bytes
+/// in. Lone surrogates become U+FFFD either way, so the bytes are the same.
+fn utf8_of(text: &js_sys::JsString) -> Result<Vec<u8>, JsError> {
+    if !text.is_string() {
+        return Err(JsError::new("text: expected a string (use diagnoseBytes for a Uint8Array)"));
+    }
+    thread_local!(static ENCODER: TextEncoder = TextEncoder::new());
+    Ok(ENCODER.with(|e| e.encode(text)).to_vec())
+}
+
 /// Diagnose a log given as text. Returns the report object of the `torchdx/report@1`
 /// contract, the same value as `JSON.parse(diagnoseJson(text, options))`.
 #[wasm_bindgen(js_name = diagnose, unchecked_return_type = "Report")]
-pub fn js_diagnose(text: &str, options: Option<JsOptions>) -> Result<JsValue, JsError> {
-    parse(&diagnose_json_with(text, &options_from_js(options)?).map_err(js_err)?)
+pub fn js_diagnose(
+    #[wasm_bindgen(unchecked_param_type = "string")] text: js_sys::JsString,
+    options: Option<JsOptions>,
+) -> Result<JsValue, JsError> {
+    parse(&diagnose_bytes_json_with(&utf8_of(&text)?, &options_from_js(options)?).map_err(js_err)?)
 }
 
 /// Diagnose a log given as text. Returns the report as JSON text, byte for byte what
 /// `torchdx diagnose --format json` prints (without its final newline).
 #[wasm_bindgen(js_name = diagnoseJson)]
-pub fn js_diagnose_json(text: &str, options: Option<JsOptions>) -> Result<String, JsError> {
-    diagnose_json_with(text, &options_from_js(options)?).map_err(js_err)
+pub fn js_diagnose_json(
+    #[wasm_bindgen(unchecked_param_type = "string")] text: js_sys::JsString,
+    options: Option<JsOptions>,
+) -> Result<String, JsError> {
+    diagnose_bytes_json_with(&utf8_of(&text)?, &options_from_js(options)?).map_err(js_err)
 }
 
 /// Diagnose a log given as bytes (e.g. a dropped file); invalid UTF-8 is handled as the
