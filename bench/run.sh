@@ -90,4 +90,7 @@ if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
 fi
 
 echo; echo "criterion (pack load, 100 KB paste, grammars):"
-cargo bench -q -p torchdx-bench --bench engine -- --quick 2>/dev/null | grep -E "time:"
+# Criterion prints a long name on its own line and, after an earlier run, a "change" line.
+cargo bench -q -p torchdx-bench --bench engine -- --quick 2>/dev/null |
+  awk '/^[A-Za-z]/ && !/time:/ {name = $1; next} /time:/ && !/%/ {if ($0 ~ /^[A-Za-z]/) print; else print name $0}'
+

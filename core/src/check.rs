@@ -52,7 +52,7 @@ pub const ENGINE_KEYS: &[&str] = &[
 pub const SCAFFOLD_MARK: &str = "Replace this with";
 
 /// One problem found in a rule file: the same located error the pack loader returns,
-/// shown rustc-style by [`PackError::report`].
+/// shown rustc-style by [`PackError::report`](crate::pack::PackError::report).
 pub use crate::pack::PackError as Diagnostic;
 
 /// Outcome of one example.

@@ -16,7 +16,9 @@
 //!   ([`Engine::builtin`] or [`Engine::with_extra`]) and call [`Engine::diagnose`].
 //! - [`Report`] / [`Finding`] are the JSON contract `torchdx/report@1`.
 //! - Rules are TOML files (`rules/*.toml`), embedded at compile time; see
-//!   `rules/README.md` for the format and the template language.
+//!   `rules/README.md` for the format and the template language. The build script also
+//!   precompiles them to JSON, so [`Engine::builtin`] takes under 2 ms (the TOML parse
+//!   alone is 3.5 ms); extra rule files are parsed as TOML.
 //!
 //! # Example
 //!
@@ -32,6 +34,10 @@
 //! [`grammar`] (tracebacks per rank stream) → prefilter + [`template`] matching →
 //! [`infer`] (evidence, culprit, rule text, roles) → [`report`]. The aho-corasick
 //! prefilter holds the first word of every template; templates run only where it hits.
+//!
+//! An [`Engine`] is immutable but for one cache: the scan's DFA, built on first use by a
+//! diagnosis past 2 MB (thread-safe, once per engine). It finds what the engine's NFA
+//! finds, so it changes speed, never a report.
 //!
 //! # Untrusted input
 //!

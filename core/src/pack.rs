@@ -532,7 +532,8 @@ impl Pack {
         Ok(self)
     }
 
-    /// The pack from its precompiled form (see [`Precompiled`]) and the files it was
+    /// The pack from its precompiled form (JSON written by the build script: each rule
+    /// file's TOML as JSON, by file name, and the op tables) and the files it was
     /// made from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML.
     /// `None` when the two disagree (a file added, removed or renamed since), so the
     /// caller can fall back to [`Pack::new`].
