@@ -206,7 +206,16 @@ fn from_event(
         let col = e.m.start.saturating_sub(s.line_start(e.first)).min(line.len());
         let col = (0..=col).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
         let class = crate::grammar::traceback::class_before(&line[..col])
-            .or_else(|| crate::grammar::traceback::exception_line(line[..col].trim()).map(|(c, _)| c));
+            .or_else(|| crate::grammar::traceback::exception_line(line[..col].trim()).map(|(c, _)| c))
+            .or_else(|| {
+                // A C++ `terminate called after throwing an instance of 'T'` then `what():  msg`.
+                if !line.trim_start().starts_with("what():") {
+                    return None;
+                }
+                (e.first.saturating_sub(2)..e.first)
+                    .rev()
+                    .find_map(|i| crate::grammar::traceback::terminate_class(&s.lines[i].text))
+            });
         if let Some(class) = class {
             ev.insert("exception".into(), Value::from(class.rsplit('.').next().unwrap_or(class)));
         }
@@ -890,7 +899,7 @@ fn device_culprit(
                     format!("`{e}` ({}) is still on {stray} while {} runs on {target}", role.role, spec.user_call)
                 }
                 Some(e) => format!(
-                    "`{e}` has its {} on {stray} while its input is on {target}: the module was not moved",
+                    "`{e}` has {} on {stray} while its input is on {target}: the module was not moved",
                     role.role
                 ),
                 None => format!("{} is on {stray} while the computation runs on {target}", role.role),

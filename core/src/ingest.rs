@@ -278,6 +278,10 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
             s = rest;
         } else if let Ok((rest, ())) = viewer_line_number(s) {
             s = rest;
+        } else if let Some(rest) = s.strip_prefix("> ").or_else(|| (s == ">").then_some("")) {
+            // A markdown blockquote (an issue comment quoting a log), or loguru's mark on
+            // the frame that caught the exception. `>>> ` (a REPL prompt) is not one.
+            s = rest;
         } else if let Ok((rest, rank)) = template_prefix(s) {
             line.rank.get_or_insert(rank);
             s = rest;

@@ -176,6 +176,9 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     let mut i = if header { start + 1 } else { start };
     let ipython =
         header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
+    // IPython and loguru/better_exceptions separate frames with blank lines; CPython never
+    // does, so a blank line followed by a frame switches to that looser layout.
+    let mut loose = ipython;
     let mut frames: Vec<Frame> = Vec::new();
     let mut exception = None;
     let mut end = start;
@@ -183,14 +186,23 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
         let raw = lines[i];
         let t = raw.trim();
         if t.is_empty() {
-            // IPython separates frames with blank lines; CPython never does.
-            if ipython || frames.is_empty() {
+            let next = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty());
+            if next.is_some_and(|n| python_frame(strip_frame_marker(n)).is_ok()) {
+                loose = true;
+            }
+            if loose || frames.is_empty() {
                 i += 1;
                 continue;
             }
             break;
         }
-        if let Ok((_, f)) = python_frame(t) {
+        // Colab folds library frames into a `5 frames` line.
+        if loose && is_collapsed_frames(t) {
+            end = i;
+            i += 1;
+            continue;
+        }
+        if let Ok((_, f)) = python_frame(strip_frame_marker(t)) {
             frames.push(Frame { at: i, ..f });
             end = i;
             i += 1;
@@ -222,7 +234,10 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             i += 1;
             continue;
         }
-        if t.starts_with("[Previous line repeated") || is_caret(t) || t == "..." {
+        // loguru/better_exceptions variable trees under a source line (`│  └ tensor(...)`;
+        // the cleaner already took the first `│` for a Rich box border).
+        let tree = !frames.is_empty() && (t.starts_with('│') || t.starts_with('└'));
+        if t.starts_with("[Previous line repeated") || is_caret(t) || t == "..." || tree {
             end = i;
             i += 1;
             continue;
@@ -262,7 +277,8 @@ fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>
     let mut i = at + 1;
     while i < lines.len() && i - at < MAX_MESSAGE_LINES {
         let t = lines[i].trim();
-        if t.is_empty() || t.starts_with(CAUSE) || t.starts_with(CONTEXT) {
+        // A REPL prompt (`>>> `) after the message is the next command, not more message.
+        if t.is_empty() || t.starts_with(CAUSE) || t.starts_with(CONTEXT) || t.starts_with(">>>") {
             break;
         }
         if is_header(t) {
@@ -281,6 +297,27 @@ fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>
         i += 1;
     }
     (msg, last, i)
+}
+
+/// loguru and better_exceptions mark the frame that caught the exception with `> `.
+fn strip_frame_marker(t: &str) -> &str {
+    t.strip_prefix("> ").map(str::trim_start).unwrap_or(t)
+}
+
+/// Colab's fold of library frames: `5 frames`.
+fn is_collapsed_frames(t: &str) -> bool {
+    t.strip_suffix(" frames")
+        .or_else(|| t.strip_suffix(" frame"))
+        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
+}
+
+/// The C++ type in `terminate called after throwing an instance of 'c10::DistBackendError'`
+/// (the line before a `what():` block), without its namespace.
+pub fn terminate_class(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("terminate called after throwing an instance of '")?;
+    let ty = rest.strip_suffix('\'')?;
+    let short = ty.rsplit("::").next().unwrap_or(ty);
+    (!short.is_empty() && short.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(short)
 }
 
 /// Caret lines (3.11+) and the borders of Rich boxes carry no frame or message.
@@ -374,13 +411,10 @@ fn ipython_frame(t: &str) -> Option<Frame> {
             return None;
         }
         let file = file.trim_start_matches('[').split("](").next().unwrap_or(file);
-        return Some(Frame {
-            file: file.to_string(),
-            line: None,
-            func: Some(func.trim().to_string()),
-            code: None,
-            at: 0,
-        });
+        // Colab names the cell's line in place of a function: `in <cell line: 48>()`.
+        let line =
+            func.trim().strip_prefix("<cell line: ").and_then(|r| r.split('>').next()).and_then(|n| n.parse().ok());
+        return Some(Frame { file: file.to_string(), line, func: Some(func.trim().to_string()), code: None, at: 0 });
     }
     None
 }
@@ -504,6 +538,51 @@ mod tests {
         assert_eq!(tbs[2].user_frame().unwrap().short(), "ds.py:20");
         assert_eq!(tbs[2].exception.as_ref().unwrap().message, "'label'");
         assert_eq!(tbs[1].exception.as_ref().unwrap().short_class(), "KeyError");
+    }
+
+    #[test]
+    fn loguru_and_colab_layouts() {
+        // loguru's `diagnose` tree: `> ` marks the catching frame, blank lines between
+        // frames, variable trees under the source lines, a blank line before the message.
+        let tbs = parse_text(
+            "Traceback (most recent call last):\n\n> File \"/p/train.py\", line 92, in <module>\n    main()\n    └ <function main at 0x7f>\n\n  File \"/p/train.py\", line 71, in main\n    loss = criterion(logits, target)\n           │         └ tensor([3])\n           └ CrossEntropyLoss()\n\nRuntimeError: boom\n",
+        );
+        assert_eq!(tbs.len(), 1);
+        let tb = &tbs[0];
+        assert_eq!(tb.frames.iter().map(|f| f.line).collect::<Vec<_>>(), [Some(92), Some(71)]);
+        assert_eq!(tb.frames[1].code.as_deref(), Some("loss = criterion(logits, target)"));
+        assert_eq!(tb.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
+        // The same after the cleaner took the first `│` of a tree line for a box border.
+        let tbs = parse_text(
+            "Traceback (most recent call last):\n\n> File \"/p/train.py\", line 92, in <module>\n    main()\n└ <function main at 0x7f>\n\n  File \"/p/train.py\", line 71, in main\n    loss = criterion(logits, target)\n│         └ tensor([3])\n└ CrossEntropyLoss()\n\nRuntimeError: boom\n",
+        );
+        assert_eq!(tbs.len(), 1);
+        let tb = &tbs[0];
+        assert_eq!(tb.frames.iter().map(|f| f.line).collect::<Vec<_>>(), [Some(92), Some(71)]);
+        assert_eq!(tb.frames[1].code.as_deref(), Some("loss = criterion(logits, target)"));
+        assert_eq!(tb.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
+        // Colab: `<cell line: N>` and a `5 frames` fold between the frames.
+        let tbs = parse_text(
+            "RuntimeError                              Traceback (most recent call last)\n<ipython-input-7-3f2a> in <cell line: 48>()\n     47     for xb, yb in loader:\n---> 48         out = model(xb)\n\n5 frames\n[/usr/lib/linear.py](https://localhost:8080/#) in forward(self, input)\n--> 114         return F.linear(input, self.weight, self.bias)\n\nRuntimeError: boom\n",
+        );
+        assert_eq!(tbs.len(), 1);
+        let tb = &tbs[0];
+        assert_eq!(tb.frames.len(), 2);
+        assert_eq!((tb.frames[0].line, tb.frames[0].code.as_deref()), (Some(48), Some("out = model(xb)")));
+        assert_eq!(tb.frames[1].file, "/usr/lib/linear.py");
+        assert!(tb.exception.is_some());
+        // A CPython traceback still ends at a blank line that no frame follows.
+        let tbs = parse_text("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n\nsome other output\nValueError: later\n");
+        assert!(tbs[0].exception.is_none());
+        assert_eq!(
+            terminate_class("terminate called after throwing an instance of 'c10::DistBackendError'"),
+            Some("DistBackendError")
+        );
+        assert_eq!(
+            terminate_class("terminate called after throwing an instance of 'std::runtime_error'"),
+            Some("runtime_error")
+        );
+        assert_eq!(terminate_class("terminate called without an active exception"), None);
     }
 
     #[test]
