@@ -8,6 +8,9 @@
 //! - `diagnose-crash-93567b…`: the timeline was sorted with a comparator mixing
 //!   timestamps and line numbers, not a total order; std's sort panicked (fixed: input
 //!   order).
+//! - `diagnose-crash-7dedd3…`: a finding spanned lines 12 to 5: a garbled log put a
+//!   stream's lines out of input order, and the location took the numbers of its first
+//!   and last stream lines (fixed: least and greatest line number of the range).
 
 use torchdx_core::Engine;
 
@@ -29,8 +32,14 @@ fn fuzz_regressions_replay() {
             }
             assert_eq!(s.finish().to_json(), engine.diagnose_bytes(log).to_json(), "{name}");
         } else {
+            // The invariants the `diagnose` fuzz target asserts.
             let r = engine.diagnose_bytes(&data);
             assert!(r.initiating.is_none_or(|i| i < r.findings.len()), "{name}");
+            let lines = (r.input.lines as u32).max(1);
+            for f in &r.findings {
+                let l = &f.location;
+                assert!(l.line >= 1 && l.line <= l.end_line.max(1) && l.end_line <= lines, "{name}: {} at {l:?}", f.id);
+            }
         }
     }
     assert!(n >= 3, "the regression inputs are missing");

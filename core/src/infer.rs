@@ -236,7 +236,7 @@ fn from_event(
         ev.insert("torch_versions".into(), Value::from(v.clone()));
     }
     let ts = (first..=last).find_map(|i| s.lines.get(i).and_then(|l| l.ts));
-    let location = Location { line: s.lines[first].no, end_line: s.lines[last.min(s.lines.len() - 1)].no };
+    let location = span(s, first, last);
     let role_op = rule.spec.matches[e.template].role_op.as_deref();
     let rank = rank_at(s, e.first)
         .or_else(|| tb.and_then(|t| rank_from_intro(s, t.start)))
@@ -286,6 +286,17 @@ fn user_frame<'a>(s: &'a Stream<'_>, tb: Option<&'a Traceback>) -> Option<&'a Fr
         .find_map(|t| t.user_frame())
         .or_else(|| tb.user_frame())
         .or_else(|| chain.iter().rev().find_map(|t| t.user_frame()))
+}
+
+/// The input lines that stream lines `first..=last` cover. Gap markers between kept
+/// windows have no input line, and a garbled log can interleave a stream's lines out of
+/// input order (a fuzzed input did), so the span is the least and greatest line number
+/// in the range, never a reversed or zero one.
+fn span(s: &Stream<'_>, first: usize, last: usize) -> Location {
+    let last = last.min(s.lines.len().saturating_sub(1));
+    let nos = || s.lines.get(first.min(last)..=last).into_iter().flatten().map(|l| l.no).filter(|&n| n > 0);
+    let line = nos().min().unwrap_or(1);
+    Location { line, end_line: nos().max().unwrap_or(line) }
 }
 
 fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
@@ -351,7 +362,7 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
         rank: rank_at(s, first).or_else(|| rank_from_intro(s, tb.start)),
         ranks: Vec::new(),
         confidence: Confidence::Possible,
-        location: Location { line: s.lines[first].no, end_line: s.lines[last].no },
+        location: span(s, first, last),
         evidence: ev,
         culprit: None,
         mechanism: "The grammars found a Python traceback, but no rule in the pack knows its message, so torchdx can only report what the traceback itself shows.".into(),
