@@ -61,8 +61,9 @@ pub fn builtin_pack() -> Result<Pack, PackError> {
 pub struct Engine {
     pack: Pack,
     prefilter: AhoCorasick,
-    /// For each prefilter pattern: the (rule, template) pairs anchored on it.
-    anchors: Vec<Vec<(usize, usize)>>,
+    /// For each prefilter pattern: the (rule, template, leading word) triples anchored
+    /// on it (a template has a second anchor in case a wrap splits the first).
+    anchors: Vec<Vec<(usize, usize, usize)>>,
     use_prefilter: bool,
     /// Texts rules ask about anywhere in the log (`log_contains`), searched on every line.
     needles: Vec<String>,
@@ -160,16 +161,18 @@ impl Engine {
     /// An engine over any compiled pack.
     pub fn new(pack: Pack) -> Engine {
         let mut patterns: Vec<String> = Vec::new();
-        let mut anchors: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut anchors: Vec<Vec<(usize, usize, usize)>> = Vec::new();
         let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
         for (ri, rule) in pack.rules().iter().enumerate() {
             for (ti, t) in rule.templates.iter().enumerate() {
-                let pid = *ids.entry(t.anchor()).or_insert_with(|| {
-                    patterns.push(t.anchor().to_string());
-                    anchors.push(Vec::new());
-                    patterns.len() - 1
-                });
-                anchors[pid].push((ri, ti));
+                for (word, anchor) in t.anchors() {
+                    let pid = *ids.entry(anchor).or_insert_with(|| {
+                        patterns.push(anchor.to_string());
+                        anchors.push(Vec::new());
+                        patterns.len() - 1
+                    });
+                    anchors[pid].push((ri, ti, word));
+                }
             }
         }
         // The kept windows are small: an NFA builds faster and searches them fast enough.
@@ -303,9 +306,9 @@ impl Engine {
         }
         let Ok(text) = std::str::from_utf8(raw) else { return true };
         let rules = self.pack.rules();
-        self.anchors[pattern].iter().any(|&(ri, ti)| {
+        self.anchors[pattern].iter().any(|&(ri, ti, word)| {
             let t = &rules[ri].templates[ti];
-            match t.start_for(text, at) {
+            match t.start_for_word(text, at, word) {
                 Some(start) => t.could_match_at(text, start),
                 // The leading words may sit on the previous line (a wrap) only when
                 // nothing but whitespace precedes the anchor on this one.
@@ -403,10 +406,16 @@ impl Engine {
     fn match_events(&self, hay: &str, starts: &[usize], tbs: &[Traceback]) -> Vec<Event> {
         let rules = self.pack.rules();
         let mut cands: Vec<Event> = Vec::new();
-        let try_at = |ri: usize, ti: usize, anchor_pos: usize, cands: &mut Vec<Event>| {
+        // Both anchors of a template usually hit: try each start once.
+        let mut tried: std::collections::BTreeSet<(usize, usize, usize)> = std::collections::BTreeSet::new();
+        let mut try_at = |ri: usize, ti: usize, word: usize, anchor_pos: usize, cands: &mut Vec<Event>| {
             let rule: &Rule = &rules[ri];
             let t = &rule.templates[ti];
-            let Some(m) = t.start_for(hay, anchor_pos).and_then(|start| t.match_at(hay, start)) else { return };
+            let Some(start) = t.start_for_word(hay, anchor_pos, word) else { return };
+            if !tried.insert((ri, ti, start)) {
+                return;
+            }
+            let Some(m) = t.match_at(hay, start) else { return };
             let first = line_of(starts, m.start);
             let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
             let tb = owning_traceback(tbs, first);
@@ -418,19 +427,21 @@ impl Engine {
         };
         if self.use_prefilter {
             for hit in self.prefilter.find_overlapping_iter(hay) {
-                for &(ri, ti) in &self.anchors[hit.pattern().as_usize()] {
-                    try_at(ri, ti, hit.start(), &mut cands);
+                for &(ri, ti, word) in &self.anchors[hit.pattern().as_usize()] {
+                    try_at(ri, ti, word, hit.start(), &mut cands);
                 }
             }
         } else {
             for (ri, rule) in rules.iter().enumerate() {
                 for (ti, t) in rule.templates.iter().enumerate() {
-                    let mut pos = 0;
-                    while let Some(off) = hay[pos..].find(t.anchor()) {
-                        try_at(ri, ti, pos + off, &mut cands);
-                        pos += off + 1;
-                        while !hay.is_char_boundary(pos) {
-                            pos += 1;
+                    for (word, anchor) in t.anchors() {
+                        let mut pos = 0;
+                        while let Some(off) = hay[pos..].find(anchor) {
+                            try_at(ri, ti, word, pos + off, &mut cands);
+                            pos += off + 1;
+                            while !hay.is_char_boundary(pos) {
+                                pos += 1;
+                            }
                         }
                     }
                 }

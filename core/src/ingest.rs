@@ -253,6 +253,13 @@ fn unbox(s: &str) -> &str {
 fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
     for _ in 0..8 {
         let before = s.len();
+        // A log pasted indented (a markdown code block, a list item) indents its prefixes
+        // too: `    [rank3]: ...`. Only a rank prefix is looked for past the indent.
+        if let Ok((rest, rank)) = rank_prefix(s.trim_start_matches([' ', '\t'])) {
+            line.rank = Some(rank);
+            s = rest;
+            continue;
+        }
         if let Ok((rest, rank)) = rank_prefix(s) {
             // `[rankN]:` is the global rank: it wins over a launcher's local label.
             line.rank = Some(rank);
@@ -444,15 +451,37 @@ fn pylog_prefix(i: &str) -> IResult<&str, (Option<char>, Timestamp)> {
     if let Ok((r2, (_, _, _, lvl, _, _))) = logger {
         return Ok((r2, (level_letter(lvl), ts)));
     }
+    // `train - ERROR - `: logging's `%(asctime)s - %(name)s - %(levelname)s - %(message)s`.
+    let named: IResult<&str, _> = (
+        take_while1(|c: char| c.is_alphanumeric() || c == '.' || c == '_'),
+        tag(" - "),
+        take_while1(|c: char| c.is_ascii_uppercase()),
+        tag(" - "),
+    )
+        .parse(rest);
+    if let Ok((r2, (_, _, lvl, _))) = named {
+        if let Some(l) = level_letter(lvl) {
+            return Ok((r2, (Some(l), ts)));
+        }
+    }
     // ` ERROR ` / `[ERROR] `
     let level: IResult<&str, _> =
         (opt(char('[')), take_while1(|c: char| c.is_ascii_uppercase()), opt(char(']')), char(' ')).parse(rest);
     if let Ok((r2, (_, lvl, _, _))) = level {
         if let Some(l) = level_letter(lvl) {
+            // `ERROR - msg`, and loguru's `ERROR    | module:function:88 - msg`.
+            let r2 = r2.strip_prefix("- ").or_else(|| loguru_location(r2)).unwrap_or(r2);
             return Ok((r2, (Some(l), ts)));
         }
     }
     Ok((rest, (None, ts)))
+}
+
+/// The rest of a loguru line after its level: `   | __main__:main:88 - msg` gives `msg`.
+fn loguru_location(i: &str) -> Option<&str> {
+    let rest = i.trim_start_matches(' ').strip_prefix("| ")?;
+    let (location, msg) = rest.split_once(" - ")?;
+    (!location.is_empty() && !location.contains(' ') && location.contains(':')).then_some(msg)
 }
 
 fn alt_tz(i: &str) -> IResult<&str, &str> {
@@ -624,6 +653,12 @@ mod tests {
             ("i.pretrain/0 [default2]:[rank2]: RuntimeError: x", "RuntimeError: x", Some(2), None),
             ("use the \\'spawn\\' start method", "use the 'spawn' start method", None, None),
             ("step 50: loss=2.3", "step 50: loss=2.3", None, None),
+            ("2024-03-01 12:00:00,123 - train - ERROR -   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", None, Some('E')),
+            ("2024-03-01 12:00:00,123 - ERROR -     loss.backward()", "    loss.backward()", None, Some('E')),
+            ("2024-05-02 10:14:07.512 | ERROR    | __main__:main:88 - An error has been caught", "An error has been caught", None, Some('E')),
+            ("> RuntimeError: x", "RuntimeError: x", None, None),
+            (">>> a @ b", ">>> a @ b", None, None),
+            ("    [rank3]:   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", Some(3), None),
         ];
         for (input, text, rank, level) in table {
             let l = clean(input);

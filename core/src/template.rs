@@ -156,8 +156,27 @@ impl Template {
     /// leading literal text (`variables` rather than `one` in `one of the variables
     /// needed ...`), so that common words do not make every line a candidate.
     pub fn anchor(&self) -> &str {
+        self.anchors().first().map(|&(_, w)| w).unwrap_or("")
+    }
+
+    /// The anchor, then a second one: the longest other leading word of at least
+    /// [`MIN_SECOND_ANCHOR`] bytes. A terminal hard wrap can split any word
+    /// (`in-place op` / `eration.`); it splits at most one of the two, so the template is
+    /// still tried. Each with its index among the leading words (for
+    /// [`Template::start_for_word`]).
+    pub fn anchors(&self) -> Vec<(usize, &str)> {
         let lead = self.leading_words();
-        lead.iter().enumerate().max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i))).map(|(_, w)| *w).unwrap_or("")
+        let best = |skip: Option<usize>| {
+            lead.iter()
+                .enumerate()
+                .filter(|&(i, _)| Some(i) != skip)
+                .max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i)))
+                .map(|(i, w)| (i, *w))
+        };
+        let Some(first) = best(None) else { return Vec::new() };
+        let mut out = vec![first];
+        out.extend(best(Some(first.0)).filter(|(_, w)| w.len() >= MIN_SECOND_ANCHOR && *w != first.1));
+        out
     }
 
     /// The literal words before the first capture or group.
@@ -177,12 +196,17 @@ impl Template {
     /// `anchor_pos`: walks back over the leading words before the anchor (each after
     /// any run of whitespace). `None` when the text before does not fit.
     pub fn start_for(&self, hay: &str, anchor_pos: usize) -> Option<usize> {
+        let idx = self.anchors().first().map_or(0, |&(i, _)| i);
+        self.start_for_word(hay, anchor_pos, idx)
+    }
+
+    /// [`Template::start_for`] for an occurrence of leading word `word` (an index from
+    /// [`Template::anchors`]).
+    pub fn start_for_word(&self, hay: &str, anchor_pos: usize, word: usize) -> Option<usize> {
         let words = self.leading_words();
-        let anchor = self.anchor();
-        let idx = words.iter().position(|w| std::ptr::eq(*w, anchor)).unwrap_or(0);
         let b = hay.as_bytes();
         let mut pos = anchor_pos;
-        for w in words[..idx].iter().rev() {
+        for w in words.get(..word)?.iter().rev() {
             while pos > 0 && b[pos - 1].is_ascii_whitespace() {
                 pos -= 1;
             }
@@ -192,6 +216,25 @@ impl Template {
             pos -= w.len();
         }
         Some(pos)
+    }
+
+    /// Finds the first match at or after `from`, trying the places its anchors occur.
+    pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
+        let first_via = |word: usize, anchor: &str| {
+            let mut pos = from;
+            while let Some(off) = hay.get(pos..).and_then(|s| s.find(anchor)) {
+                let m = self
+                    .start_for_word(hay, pos + off, word)
+                    .filter(|&st| st >= from)
+                    .and_then(|st| self.match_at(hay, st));
+                if m.is_some() {
+                    return m;
+                }
+                pos += off + anchor.len();
+            }
+            None
+        };
+        self.anchors().into_iter().filter_map(|(word, anchor)| first_via(word, anchor)).min_by_key(|m| m.start)
     }
 
     /// Names of every capture, with their kinds.
@@ -232,21 +275,6 @@ impl Template {
         let cont = Cont { seq: &self.pieces, next: None };
         let end = m.run(&cont, start)?;
         Some(Match { start, end, captures: m.caps, literal_len: m.lit })
-    }
-
-    /// Finds the first match at or after `from`, trying the places its anchor occurs.
-    pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
-        let anchor = self.anchor();
-        let mut pos = from;
-        while let Some(off) = hay.get(pos..).and_then(|s| s.find(anchor)) {
-            if let Some(m) =
-                self.start_for(hay, pos + off).filter(|&st| st >= from).and_then(|st| self.match_at(hay, st))
-            {
-                return Some(m);
-            }
-            pos += off + anchor.len();
-        }
-        None
     }
 }
 
@@ -617,6 +645,10 @@ fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
 /// Shortest line a terminal wraps: a break in a shorter line is a real line end.
 const MIN_WRAP_WIDTH: usize = 60;
 
+/// Shortest second anchor (see [`Template::anchors`]): shorter words are too common to
+/// be worth a prefilter hit.
+pub const MIN_SECOND_ANCHOR: usize = 4;
+
 /// Bytes a numeric capture reads through wraps.
 const DEWRAP_MAX: usize = 256;
 
@@ -727,6 +759,17 @@ mod tests {
         }
         orig.push(i);
         (out, orig)
+    }
+
+    #[test]
+    fn a_wrap_inside_the_anchor_word_is_found_through_the_second_anchor() {
+        let t = Template::parse("leaf Variable that requires grad is being used in an in-place operation.").unwrap();
+        assert_eq!(t.anchors().iter().map(|a| a.1).collect::<Vec<_>>(), ["operation.", "Variable"]);
+        let hay = "RuntimeError: a leaf Variable that requires grad is being used in an in-place op\neration.\n";
+        assert_eq!(t.find(hay, 0).map(|m| (m.start, m.end)), Some((16, 89)));
+        // One-word leading literals and short other words have no second anchor.
+        assert_eq!(Template::parse("Killed {text:rest}").unwrap().anchors().len(), 1);
+        assert_eq!(Template::parse("the overflow ran out").unwrap().anchors().len(), 1);
     }
 
     #[test]

@@ -174,6 +174,9 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     let me = out.len();
     out.push(Traceback { start, end: start, frames: Vec::new(), exception: None, link, chain });
     let mut i = if header { start + 1 } else { start };
+    // A traceback pasted indented (a markdown code block, a list item, a log that indents
+    // what it quotes) is read relative to its header, or to its first frame's `File`.
+    let base = if header { indent(lines[start]) } else { indent(lines[start]).saturating_sub(2) };
     let ipython =
         header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
     // IPython and loguru/better_exceptions separate frames with blank lines; CPython never
@@ -183,7 +186,7 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     let mut exception = None;
     let mut end = start;
     while i < lines.len() {
-        let raw = lines[i];
+        let raw = dedent(lines[i], base);
         let t = raw.trim();
         if t.is_empty() {
             let next = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty());
@@ -202,7 +205,20 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             i += 1;
             continue;
         }
-        if let Ok((_, f)) = python_frame(strip_frame_marker(t)) {
+        let single = python_frame(strip_frame_marker(t)).ok().map(|(_, f)| f);
+        // A wrap can cut a frame line anywhere, even after its line number.
+        let wrapped = if single.as_ref().is_none_or(|f| f.func.is_none()) {
+            lines.get(i + 1).and_then(|next| wrapped_frame(t, next)).filter(|f| single.is_none() || f.func.is_some())
+        } else {
+            None
+        };
+        if let Some(f) = wrapped {
+            frames.push(Frame { at: i, ..f });
+            end = i + 1;
+            i += 2;
+            continue;
+        }
+        if let Some(f) = single {
             frames.push(Frame { at: i, ..f });
             end = i;
             i += 1;
@@ -297,6 +313,38 @@ fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>
         i += 1;
     }
     (msg, last, i)
+}
+
+/// A frame line a terminal hard-wrapped (`File "/opt/.../module.py", line` then
+/// ` 1098, in cuda`): the two lines joined, with or without the space a wrap at a word
+/// boundary may have eaten. Only for a line as long as a terminal's width.
+fn wrapped_frame(t: &str, next: &str) -> Option<Frame> {
+    if t.len() < MIN_WRAPPED_FRAME || !strip_frame_marker(t).starts_with("File ") {
+        return None;
+    }
+    let next = next.trim_end();
+    if next.trim().is_empty() || next.trim_start().starts_with("File ") {
+        return None;
+    }
+    let t = strip_frame_marker(t);
+    [format!("{t}{next}"), format!("{t} {}", next.trim_start())]
+        .iter()
+        .find_map(|joined| python_frame(joined).ok().filter(|(rest, _)| rest.trim().is_empty()).map(|(_, f)| f))
+}
+
+/// The shortest frame line taken for a terminal hard wrap (terminals are 80 columns or
+/// more; the frame's indentation is not counted).
+const MIN_WRAPPED_FRAME: usize = 60;
+
+/// Leading spaces and tabs of a line.
+fn indent(l: &str) -> usize {
+    l.len() - l.trim_start_matches([' ', '\t']).len()
+}
+
+/// `l` without up to `n` leading spaces or tabs.
+fn dedent(l: &str, n: usize) -> &str {
+    let k = indent(l).min(n);
+    &l[k..]
 }
 
 /// loguru and better_exceptions mark the frame that caught the exception with `> `.
@@ -583,6 +631,28 @@ mod tests {
             Some("runtime_error")
         );
         assert_eq!(terminate_class("terminate called without an active exception"), None);
+    }
+
+    #[test]
+    fn frames_cut_by_a_terminal_wrap() {
+        let long = "/home/kim/exp/.venv/lib/python3.12/site-packages/torch/_tensor.py";
+        for (a, b, line, func) in [
+            (format!("  File \"{long}\", line"), " 41, in wrapped", 41, "wrapped"),
+            (format!("  File \"{long}\", line 61"), "6, in _lazy_init", 616, "_lazy_init"),
+            (format!("  File \"{long}\", line 616"), ", in _lazy_init", 616, "_lazy_init"),
+            (format!("  File \"{}", &long[..60]), &format!("{}\", line 7, in f", &long[60..]), 7, "f"),
+        ] {
+            let tbs = parse_text(&format!("Traceback (most recent call last):\n{a}\n{b}\n    code()\nValueError: x\n"));
+            let f = &tbs[0].frames[0];
+            assert_eq!((f.file.as_str(), f.line, f.func.as_deref()), (long, Some(line), Some(func)), "{a} / {b}");
+            assert_eq!(f.code.as_deref(), Some("code()"));
+            assert!(tbs[0].exception.is_some());
+        }
+        // A frame without its function, followed by its source line, is not a wrap.
+        let tbs = parse_text(&format!(
+            "Traceback (most recent call last):\n  File \"{long}\", line 3\n    x()\nValueError: x\n"
+        ));
+        assert_eq!((tbs[0].frames[0].func.as_deref(), tbs[0].frames[0].code.as_deref()), (None, Some("x()")));
     }
 
     #[test]
