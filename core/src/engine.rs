@@ -64,6 +64,8 @@ pub struct Engine {
     /// For each prefilter pattern: the (rule, template, leading word) triples anchored
     /// on it (a template has a second anchor in case a wrap splits the first).
     anchors: Vec<Vec<(usize, usize, usize)>>,
+    /// Patterns `0..n_first_anchors` are some template's first anchor (the scan's).
+    n_first_anchors: usize,
     use_prefilter: bool,
     /// Texts rules ask about anywhere in the log (`log_contains`), searched on every line.
     needles: Vec<String>,
@@ -162,17 +164,27 @@ impl Engine {
     pub fn new(pack: Pack) -> Engine {
         let mut patterns: Vec<String> = Vec::new();
         let mut anchors: Vec<Vec<(usize, usize, usize)>> = Vec::new();
+        let mut n_first = 0;
         let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
-        for (ri, rule) in pack.rules().iter().enumerate() {
-            for (ti, t) in rule.templates.iter().enumerate() {
-                for (word, anchor) in t.anchors() {
-                    let pid = *ids.entry(anchor).or_insert_with(|| {
-                        patterns.push(anchor.to_string());
-                        anchors.push(Vec::new());
-                        patterns.len() - 1
-                    });
-                    anchors[pid].push((ri, ti, word));
+        // First anchors first: patterns `0..n_first` are what the raw scan looks for.
+        // Second anchors only serve the prefilter over kept lines: a line whose first
+        // anchor a wrap split is kept anyway by its structure (`Error:`, the traceback
+        // around it), and the scan stays as fast as with one anchor per template.
+        for second in [false, true] {
+            for (ri, rule) in pack.rules().iter().enumerate() {
+                for (ti, t) in rule.templates.iter().enumerate() {
+                    for (word, anchor) in t.anchors().into_iter().skip(usize::from(second)).take(1) {
+                        let pid = *ids.entry(anchor).or_insert_with(|| {
+                            patterns.push(anchor.to_string());
+                            anchors.push(Vec::new());
+                            patterns.len() - 1
+                        });
+                        anchors[pid].push((ri, ti, word));
+                    }
                 }
+            }
+            if !second {
+                n_first = patterns.len();
             }
         }
         // The kept windows are small: an NFA builds faster and searches them fast enough.
@@ -192,7 +204,7 @@ impl Engine {
                 }
             }
         }
-        let mut scan: Vec<String> = patterns.clone();
+        let mut scan: Vec<String> = patterns[..n_first].to_vec();
         scan.extend(STRUCTURAL.iter().map(|s| s.to_string()));
         let n_triggers = scan.len();
         scan.extend(needles.iter().cloned());
@@ -206,6 +218,7 @@ impl Engine {
             pack,
             prefilter,
             anchors,
+            n_first_anchors: n_first,
             use_prefilter: true,
             needles,
             scan_nfa,
@@ -261,7 +274,7 @@ impl Engine {
         seen: &mut [bool],
         mut trigger: impl FnMut(usize, Option<usize>),
     ) {
-        let n_anchors = self.anchors.len();
+        let n_anchors = self.n_first_anchors;
         // Leftmost-longest and non-overlapping, the fastest search. A literal can hide
         // one that starts inside it; so that no anchor is lost that way, a needle hit
         // keeps its line too (needles are rare texts), and the template matcher later
@@ -412,6 +425,10 @@ impl Engine {
             let rule: &Rule = &rules[ri];
             let t = &rule.templates[ti];
             let Some(start) = t.start_for_word(hay, anchor_pos, word) else { return };
+            // A second anchor only matters where a wrap may have split the first.
+            if !t.is_first_anchor(word) && !t.wrap_in_lead(hay, anchor_pos, word) {
+                return;
+            }
             if !tried.insert((ri, ti, start)) {
                 return;
             }

@@ -255,12 +255,8 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         let before = s.len();
         // A log pasted indented (a markdown code block, a list item) indents its prefixes
         // too: `    [rank3]: ...`. Only a rank prefix is looked for past the indent.
-        if let Ok((rest, rank)) = rank_prefix(s.trim_start_matches([' ', '\t'])) {
-            line.rank = Some(rank);
-            s = rest;
-            continue;
-        }
-        if let Ok((rest, rank)) = rank_prefix(s) {
+        let unindented = s.trim_start_matches([' ', '\t']);
+        if let Ok((rest, rank)) = rank_prefix(unindented) {
             // `[rankN]:` is the global rank: it wins over a launcher's local label.
             line.rank = Some(rank);
             s = rest;

@@ -97,6 +97,10 @@ pub enum Piece {
 pub struct Template {
     source: String,
     pieces: Vec<Piece>,
+    /// Indices in `pieces` of the leading literal words (before the first capture).
+    lead: Vec<usize>,
+    /// Indices in `lead` of the anchors, the first anchor first (see [`Template::anchors`]).
+    anchors: Vec<usize>,
 }
 
 /// A template that does not compile, with the byte offset of the problem in its source.
@@ -132,7 +136,23 @@ impl Template {
     /// Compiles template text.
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let pieces = parse_seq(src, src, 0)?;
-        let t = Template { source: src.to_string(), pieces };
+        let mut lead = Vec::new();
+        for (i, p) in pieces.iter().enumerate() {
+            match p {
+                Piece::Lit(_) => lead.push(i),
+                Piece::Space => {}
+                _ => break,
+            }
+        }
+        let mut t = Template { source: src.to_string(), pieces, lead, anchors: Vec::new() };
+        let words: Vec<&str> = (0..t.lead.len()).map(|k| t.word(k)).collect();
+        let mut anchors = Vec::new();
+        if let Some((first, w)) = longest_word(&words) {
+            anchors.push(first);
+            let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
+            anchors.extend(second.map(|(k, _)| k));
+        }
+        t.anchors = anchors;
         match t.pieces.first() {
             Some(Piece::Lit(l)) if l.chars().count() >= 3 => Ok(t),
             _ => Err(TemplateError {
@@ -159,54 +179,78 @@ impl Template {
         self.anchors().first().map(|&(_, w)| w).unwrap_or("")
     }
 
-    /// The anchor, then a second one: the longest other leading word of at least
-    /// [`MIN_SECOND_ANCHOR`] bytes. A terminal hard wrap can split any word
-    /// (`in-place op` / `eration.`); it splits at most one of the two, so the template is
-    /// still tried. Each with its index among the leading words (for
-    /// [`Template::start_for_word`]).
+    /// The anchor, then a second one: the longest leading word of at least
+    /// [`MIN_SECOND_ANCHOR`] bytes before the first. A terminal hard wrap can split any
+    /// word (`in-place op` / `eration.`); the second anchor still finds the template
+    /// when the split word is the first anchor. Only a word before it can: the walk
+    /// back from an anchor to the template's start ([`Template::start_for_word`]) needs
+    /// the words it crosses intact. Each anchor comes with its index among the leading
+    /// words.
     pub fn anchors(&self) -> Vec<(usize, &str)> {
-        let lead = self.leading_words();
-        let best = |skip: Option<usize>| {
-            lead.iter()
-                .enumerate()
-                .filter(|&(i, _)| Some(i) != skip)
-                .max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i)))
-                .map(|(i, w)| (i, *w))
-        };
-        let Some(first) = best(None) else { return Vec::new() };
-        let mut out = vec![first];
-        out.extend(best(Some(first.0)).filter(|(_, w)| w.len() >= MIN_SECOND_ANCHOR && *w != first.1));
-        out
+        self.anchors.iter().map(|&k| (k, self.word(k))).collect()
     }
 
-    /// The literal words before the first capture or group.
-    fn leading_words(&self) -> Vec<&str> {
-        let mut out = Vec::new();
-        for p in &self.pieces {
-            match p {
-                Piece::Lit(l) => out.push(l.as_str()),
-                Piece::Space => {}
-                _ => break,
+    /// Whether leading word `word` is the first anchor.
+    pub fn is_first_anchor(&self, word: usize) -> bool {
+        self.anchors.first() == Some(&word)
+    }
+
+    /// Leading literal word `k` (before the first capture or group).
+    fn word(&self, k: usize) -> &str {
+        match self.lead.get(k).map(|&p| &self.pieces[p]) {
+            Some(Piece::Lit(l)) => l,
+            _ => "",
+        }
+    }
+
+    /// Whether, from an occurrence of leading word `word` at `pos`, a line break
+    /// interrupts the rest of the leading words before they stop matching: only then
+    /// can the first anchor have been split by a wrap, and a second anchor's hit be
+    /// worth a match attempt (`NCCL INFO ...` against `NCCL WARN Duplicate GPU` is not).
+    pub fn wrap_in_lead(&self, hay: &str, pos: usize, word: usize) -> bool {
+        let b = hay.as_bytes();
+        let mut i = pos;
+        for k in word..self.lead.len() {
+            if k > word {
+                let gap = i;
+                while i < b.len() && b[i].is_ascii_whitespace() {
+                    if b[i] == b'\n' {
+                        return true;
+                    }
+                    i += 1;
+                }
+                if i == gap {
+                    return false;
+                }
+            }
+            for &c in self.word(k).as_bytes() {
+                match b.get(i) {
+                    Some(b'\n') => return true,
+                    Some(&h) if h == c => i += 1,
+                    _ => return false,
+                }
             }
         }
-        out
+        false
     }
 
     /// Where the template would start, given an occurrence of its anchor at
     /// `anchor_pos`: walks back over the leading words before the anchor (each after
     /// any run of whitespace). `None` when the text before does not fit.
     pub fn start_for(&self, hay: &str, anchor_pos: usize) -> Option<usize> {
-        let idx = self.anchors().first().map_or(0, |&(i, _)| i);
-        self.start_for_word(hay, anchor_pos, idx)
+        self.start_for_word(hay, anchor_pos, self.anchors.first().copied().unwrap_or(0))
     }
 
     /// [`Template::start_for`] for an occurrence of leading word `word` (an index from
     /// [`Template::anchors`]).
     pub fn start_for_word(&self, hay: &str, anchor_pos: usize, word: usize) -> Option<usize> {
-        let words = self.leading_words();
+        if word > self.lead.len() {
+            return None;
+        }
         let b = hay.as_bytes();
         let mut pos = anchor_pos;
-        for w in words.get(..word)?.iter().rev() {
+        for k in (0..word).rev() {
+            let w = self.word(k);
             while pos > 0 && b[pos - 1].is_ascii_whitespace() {
                 pos -= 1;
             }
@@ -645,6 +689,11 @@ fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
 /// Shortest line a terminal wraps: a break in a shorter line is a real line end.
 const MIN_WRAP_WIDTH: usize = 60;
 
+/// The longest of `words` (the first of equals), with its index.
+fn longest_word<'a>(words: &[&'a str]) -> Option<(usize, &'a str)> {
+    words.iter().enumerate().max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i))).map(|(i, w)| (i, *w))
+}
+
 /// Shortest second anchor (see [`Template::anchors`]): shorter words are too common to
 /// be worth a prefilter hit.
 pub const MIN_SECOND_ANCHOR: usize = 4;
@@ -761,10 +810,25 @@ mod tests {
         (out, orig)
     }
 
+    fn hay_wrapped() -> &'static str {
+        "RuntimeError: a leaf Variable that requires grad is being used in an in-place op\neration.\n"
+    }
+
     #[test]
     fn a_wrap_inside_the_anchor_word_is_found_through_the_second_anchor() {
         let t = Template::parse("leaf Variable that requires grad is being used in an in-place operation.").unwrap();
         assert_eq!(t.anchors().iter().map(|a| a.1).collect::<Vec<_>>(), ["operation.", "Variable"]);
+        let at = hay_wrapped().find("Variable").unwrap();
+        assert!(t.wrap_in_lead(hay_wrapped(), at, 1));
+        let flat = "a leaf Variable that requires grad is being used in an in-place operation.";
+        assert!(!t.wrap_in_lead(flat, flat.find("Variable").unwrap(), 1), "intact: the first anchor finds it");
+        let other = "a leaf Variable that requires\nsomething else";
+        assert!(t.wrap_in_lead(other, other.find("Variable").unwrap(), 1), "a break before a mismatch may be a wrap");
+        let differs = "a leaf Variable that needs grad\n";
+        assert!(!t.wrap_in_lead(differs, differs.find("Variable").unwrap(), 1));
+        // Only a word before the first anchor can be the second.
+        let late = Template::parse("launching kernel failed again").unwrap();
+        assert_eq!(late.anchors().iter().map(|a| a.1).collect::<Vec<_>>(), ["launching"]);
         let hay = "RuntimeError: a leaf Variable that requires grad is being used in an in-place op\neration.\n";
         assert_eq!(t.find(hay, 0).map(|m| (m.start, m.end)), Some((16, 89)));
         // One-word leading literals and short other words have no second anchor.
