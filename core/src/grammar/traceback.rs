@@ -189,12 +189,14 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
         let raw = dedent(lines[i], base);
         let t = raw.trim();
         if t.is_empty() {
-            let next = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty());
-            if next.is_some_and(|n| python_frame(strip_frame_marker(n)).is_ok()) {
+            // Every blank line of a run sees the same next line: decide once for the run
+            // and step over it (looking ahead from each blank was quadratic in the run).
+            let next = (i + 1..lines.len()).find(|&j| !lines[j].trim().is_empty());
+            if next.is_some_and(|j| python_frame(strip_frame_marker(lines[j].trim())).is_ok()) {
                 loose = true;
             }
             if loose || frames.is_empty() {
-                i += 1;
+                i = next.unwrap_or(lines.len());
                 continue;
             }
             break;
