@@ -593,24 +593,22 @@ mod tests {
     #[test]
     fn loguru_and_colab_layouts() {
         // loguru's `diagnose` tree: `> ` marks the catching frame, blank lines between
-        // frames, variable trees under the source lines, a blank line before the message.
-        let tbs = parse_text(
-            "Traceback (most recent call last):\n\n> File \"/p/train.py\", line 92, in <module>\n    main()\n    └ <function main at 0x7f>\n\n  File \"/p/train.py\", line 71, in main\n    loss = criterion(logits, target)\n           │         └ tensor([3])\n           └ CrossEntropyLoss()\n\nRuntimeError: boom\n",
-        );
-        assert_eq!(tbs.len(), 1);
-        let tb = &tbs[0];
-        assert_eq!(tb.frames.iter().map(|f| f.line).collect::<Vec<_>>(), [Some(92), Some(71)]);
-        assert_eq!(tb.frames[1].code.as_deref(), Some("loss = criterion(logits, target)"));
-        assert_eq!(tb.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
-        // The same after the cleaner took the first `│` of a tree line for a box border.
-        let tbs = parse_text(
-            "Traceback (most recent call last):\n\n> File \"/p/train.py\", line 92, in <module>\n    main()\n└ <function main at 0x7f>\n\n  File \"/p/train.py\", line 71, in main\n    loss = criterion(logits, target)\n│         └ tensor([3])\n└ CrossEntropyLoss()\n\nRuntimeError: boom\n",
-        );
-        assert_eq!(tbs.len(), 1);
-        let tb = &tbs[0];
-        assert_eq!(tb.frames.iter().map(|f| f.line).collect::<Vec<_>>(), [Some(92), Some(71)]);
-        assert_eq!(tb.frames[1].code.as_deref(), Some("loss = criterion(logits, target)"));
-        assert_eq!(tb.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
+        // frames, variable trees under the source lines, a blank line before the message;
+        // then the same after the cleaner took a tree line's first `│` for a box border.
+        let trees = [
+            ["    └ <function main at 0x7f>", "           │         └ tensor([3])", "           └ CrossEntropyLoss()"],
+            ["└ <function main at 0x7f>", "│         └ tensor([3])", "└ CrossEntropyLoss()"],
+        ];
+        for [under_main, under_loss, last] in trees {
+            let tbs = parse_text(&format!(
+                "Traceback (most recent call last):\n\n> File \"/p/train.py\", line 92, in <module>\n    main()\n{under_main}\n\n  File \"/p/train.py\", line 71, in main\n    loss = criterion(logits, target)\n{under_loss}\n{last}\n\nRuntimeError: boom\n"
+            ));
+            assert_eq!(tbs.len(), 1);
+            let tb = &tbs[0];
+            assert_eq!(tb.frames.iter().map(|f| f.line).collect::<Vec<_>>(), [Some(92), Some(71)]);
+            assert_eq!(tb.frames[1].code.as_deref(), Some("loss = criterion(logits, target)"));
+            assert_eq!(tb.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
+        }
         // Colab: `<cell line: N>` and a `5 frames` fold between the frames.
         let tbs = parse_text(
             "RuntimeError                              Traceback (most recent call last)\n<ipython-input-7-3f2a> in <cell line: 48>()\n     47     for xb, yb in loader:\n---> 48         out = model(xb)\n\n5 frames\n[/usr/lib/linear.py](https://localhost:8080/#) in forward(self, input)\n--> 114         return F.linear(input, self.weight, self.bias)\n\nRuntimeError: boom\n",
