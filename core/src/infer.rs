@@ -1032,10 +1032,21 @@ fn dedupe_key(f: &Finding) -> String {
 /// Merges the same failure reported by several ranks, assigns roles and orders the
 /// findings: initiating first, then in order of appearance.
 pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, Vec<Finding>, Vec<TimelineEntry>) {
-    // Merge duplicates across ranks (and repeated identical reports).
+    // Merge duplicates across ranks (and repeated identical reports). A rule matched
+    // twice on the same lines of the same rank is one report too: a garbled line
+    // (`Killed Killed`) or two processes' output run together on one line
+    // (`task 0: Killedsrun: error: ... task 1: Killed`) names one failure.
+    let same_report = |m: &Draft, d: &Draft| {
+        let (a, b) = (&m.finding, &d.finding);
+        m.key == d.key
+            || (a.id == b.id
+                && a.rank == b.rank
+                && a.location.line <= b.location.end_line
+                && b.location.line <= a.location.end_line)
+    };
     let mut merged: Vec<Draft> = Vec::new();
     for d in drafts {
-        if let Some(m) = merged.iter_mut().find(|m| m.key == d.key) {
+        if let Some(m) = merged.iter_mut().find(|m| same_report(m, &d)) {
             if let Some(r) = d.finding.rank {
                 m.finding.ranks.push(r);
             }
