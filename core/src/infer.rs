@@ -1087,7 +1087,11 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
         }
         best
     };
-    let init = pick(&|d| !d.collateral && d.recognized && !d.handled)
+    // A rule unsure of its own match (`possible`: a bare `Killed` in an application's
+    // log line) does not start the collapse ahead of a failure some rule is sure of.
+    let sure = |d: &Draft| d.finding.confidence != Confidence::Possible;
+    let init = pick(&|d| !d.collateral && d.recognized && !d.handled && sure(d))
+        .or_else(|| pick(&|d| !d.collateral && d.recognized && !d.handled))
         .or_else(|| pick(&|d| !d.collateral && !d.handled))
         .or_else(|| cascade(&merged))
         .or_else(|| pick(&|d| d.collateral))
