@@ -208,8 +208,18 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             continue;
         }
         let single = python_frame(strip_frame_marker(t)).ok().map(|(_, f)| f);
-        // A wrap can cut a frame line anywhere, even after its line number.
-        let wrapped = if single.as_ref().is_none_or(|f| f.func.is_none()) {
+        // A wrap can cut a frame line anywhere, even after its line number or inside
+        // its function name (`in b` / `ackward`: the tail is one word at the margin).
+        let cut_func = single.as_ref().is_some_and(|f| f.func.is_some())
+            && t.chars().count() >= MIN_WRAPPED_FRAME
+            && lines.get(i + 1).is_some_and(|n| {
+                !n.starts_with([' ', '\t'])
+                    && !n.trim().is_empty()
+                    && !n.trim().contains(' ')
+                    && exception_line(n.trim()).is_none()
+            })
+            && lines.get(i + 2).is_some_and(|n| goes_on(n));
+        let wrapped = if single.as_ref().is_none_or(|f| f.func.is_none()) || cut_func {
             lines.get(i + 1).and_then(|next| wrapped_frame(t, next)).filter(|f| single.is_none() || f.func.is_some())
         } else {
             None
@@ -276,6 +286,16 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             exception = Some(Exception { class: class.to_string(), message, first: i, last });
             end = last.max(end);
             i = next;
+            break;
+        }
+        // A source line cut by a terminal hard wrap: its tail sits at the left margin.
+        if end + 1 == i && code_wrapped_at(lines, i) {
+            if let Some(code) = frames.last_mut().and_then(|f| f.code.as_mut()) {
+                code.push_str(lines[i].trim_end());
+                end = i;
+                i += 1;
+                continue;
+            }
         }
         break;
     }
@@ -332,6 +352,26 @@ fn wrapped_frame(t: &str, next: &str) -> Option<Frame> {
     [format!("{t}{next}"), format!("{t} {}", next.trim_start())]
         .iter()
         .find_map(|joined| python_frame(joined).ok().filter(|(rest, _)| rest.trim().is_empty()).map(|(_, f)| f))
+}
+
+/// Whether line `i` is the tail of the source line before it, cut by a terminal hard
+/// wrap: the line before is as long as a terminal row, and the traceback goes on
+/// after the tail (carets, a frame, a source line or the exception), so a line that
+/// ends the traceback is never taken for one.
+fn code_wrapped_at(lines: &[&str], i: usize) -> bool {
+    let Some(prev) = i.checked_sub(1).map(|p| lines[p]) else { return false };
+    prev.trim_end().chars().count() >= MIN_WRAPPED_FRAME
+        && !lines[i].trim().is_empty()
+        && lines.get(i + 1).is_some_and(|n| goes_on(n))
+}
+
+/// Whether a line continues a traceback: carets, a frame, a source line or the exception.
+fn goes_on(line: &str) -> bool {
+    let t = line.trim();
+    is_caret(t)
+        || python_frame(strip_frame_marker(t)).is_ok()
+        || line.starts_with("    ")
+        || exception_line(t).is_some()
 }
 
 /// The shortest frame line taken for a terminal hard wrap (terminals are 80 columns or
@@ -641,6 +681,7 @@ mod tests {
             (format!("  File \"{long}\", line 61"), "6, in _lazy_init", 616, "_lazy_init"),
             (format!("  File \"{long}\", line 616"), ", in _lazy_init", 616, "_lazy_init"),
             (format!("  File \"{}", &long[..60]), &format!("{}\", line 7, in f", &long[60..]), 7, "f"),
+            (format!("  File \"{long}\", line 623, in b"), "ackward", 623, "backward"),
         ] {
             let tbs = parse_text(&format!("Traceback (most recent call last):\n{a}\n{b}\n    code()\nValueError: x\n"));
             let f = &tbs[0].frames[0];
@@ -653,6 +694,36 @@ mod tests {
             "Traceback (most recent call last):\n  File \"{long}\", line 3\n    x()\nValueError: x\n"
         ));
         assert_eq!((tbs[0].frames[0].func.as_deref(), tbs[0].frames[0].code.as_deref()), (None, Some("x()")));
+        // A frame without source followed by a bare exception class is not a wrapped name.
+        let tbs = parse_text(&format!(
+            "Traceback (most recent call last):\n  File \"{long}\", line 3, in run\nKeyboardInterrupt\n    more()\n"
+        ));
+        assert_eq!(tbs[0].frames[0].func.as_deref(), Some("run"));
+        assert_eq!(tbs[0].exception.as_ref().map(|e| e.class.as_str()), Some("KeyboardInterrupt"));
+    }
+
+    #[test]
+    fn source_lines_cut_by_a_terminal_wrap() {
+        let code =
+            "return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass";
+        let frame = "  File \"/home/u/train.py\", line 9, in step";
+        // Cut at a space and inside a word (80 columns), with the carets wrapped too.
+        for cut in [77, 80] {
+            let (a, b) = code.split_at(cut - 4);
+            let tbs = parse_text(&format!(
+                "Traceback (most recent call last):\n{frame}\n    {a}\n{b}\n           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n^^^^^^^^^^^^^^^^^^^^\nRuntimeError: boom\n"
+            ));
+            assert_eq!(tbs[0].frames[0].code.as_deref(), Some(code), "cut at {cut}");
+            assert_eq!(tbs[0].exception.as_ref().map(|e| e.message.as_str()), Some("boom"));
+        }
+        // A long source line followed by lines that do not go on with the traceback
+        // (a truncated paste, then the program's own output) is not a wrap.
+        let long = format!("    {}", &code[..70]);
+        let tbs = parse_text(&format!(
+            "Traceback (most recent call last):\n{frame}\n{long}\nepoch 3 done\nepoch 4 done\nRuntimeError: later\n"
+        ));
+        assert_eq!(tbs[0].frames[0].code.as_deref(), Some(long.trim()));
+        assert!(tbs[0].exception.is_none());
     }
 
     #[test]
