@@ -37,6 +37,14 @@ pub const MAX_STREAMS: usize = 2048;
 pub const MAX_RETAINED_BYTES: usize = 16 * 1024 * 1024;
 /// Highest rank recorded in `input.ranks`.
 const MAX_RANK: u32 = 1 << 20;
+/// Narrowest and widest terminal rows taken for a hard wrap (see [`Rows`]).
+const MIN_ROW: usize = 60;
+const MAX_ROW: usize = 1024;
+/// Lines of the row width seen before the log counts as wrapped.
+const FULL_ROWS: u32 = 3;
+/// Characters a line may have beyond the row width and still fill it: redaction
+/// (`/home/<user>`) or an edit lengthens a few wrapped lines.
+const ROW_SLACK: usize = 16;
 
 /// A kept line with its position in its stream.
 #[derive(Clone, Debug)]
@@ -50,6 +58,8 @@ pub(crate) struct Kept {
 struct RawLine {
     no: u32,
     seq: u64,
+    /// The rank of the ranked line this one continues after a terminal hard wrap.
+    wrapped_from: Option<u32>,
     bytes: Vec<u8>,
 }
 
@@ -83,6 +93,10 @@ pub struct Diagnoser<'e> {
     truncated: u64,
     /// Hits of the chunk being processed: offset and anchor pattern (None: structural).
     hits: Vec<(usize, Option<usize>)>,
+    rows: Rows,
+    /// The rank of the previous line when it filled a whole row: the next line, if it
+    /// carries no prefix, is the rest of it.
+    wrap_rank: Option<u32>,
 }
 
 impl<'e> Diagnoser<'e> {
@@ -101,6 +115,8 @@ impl<'e> Diagnoser<'e> {
             seen: vec![false; engine.needle_count()],
             truncated: 0,
             hits: Vec::new(),
+            rows: Rows::default(),
+            wrap_rank: None,
         }
     }
 
@@ -206,7 +222,13 @@ impl<'e> Diagnoser<'e> {
         } else {
             raw
         };
-        let qrank = quick_rank(raw);
+        // A terminal that hard-wrapped a ranked line put the rest of it on the next
+        // line without the `[rankN]:` prefix: it goes to the rank it continues.
+        let full_row = self.rows.fills_row(raw.strip_suffix(b"\r").unwrap_or(raw).len());
+        let quick = quick_rank(raw);
+        let wrapped_from = if quick.is_none() && !starts_record(raw) { self.wrap_rank } else { None };
+        let qrank = quick.or(wrapped_from);
+        self.wrap_rank = if full_row { qrank } else { None };
         if let Some(r) = qrank.filter(|r| *r < MAX_RANK) {
             let r = r as usize;
             if r >= self.ranks.len() {
@@ -230,9 +252,9 @@ impl<'e> Diagnoser<'e> {
             ring.bytes = 0;
             let held: Vec<RawLine> = ring.lines.drain(..).collect();
             for r in held {
-                self.keep(r.no, r.seq, &r.bytes);
+                self.keep(r.no, r.seq, r.wrapped_from, &r.bytes);
             }
-            self.keep(no, seq, raw);
+            self.keep(no, seq, wrapped_from, raw);
         } else {
             // Reuse the oldest buffer once the ring is full.
             let mut buf = Vec::new();
@@ -245,7 +267,7 @@ impl<'e> Diagnoser<'e> {
             buf.clear();
             buf.extend_from_slice(raw);
             ring.bytes += buf.len();
-            ring.lines.push_back(RawLine { no, seq, bytes: buf });
+            ring.lines.push_back(RawLine { no, seq, wrapped_from, bytes: buf });
             while ring.bytes > RING_BYTES {
                 match ring.lines.pop_front() {
                     Some(old) => ring.bytes -= old.bytes.len(),
@@ -255,8 +277,11 @@ impl<'e> Diagnoser<'e> {
         }
     }
 
-    fn keep(&mut self, no: u32, seq: u64, raw: &[u8]) {
-        let line = self.cleaner.line(no, raw);
+    fn keep(&mut self, no: u32, seq: u64, wrapped_from: Option<u32>, raw: &[u8]) {
+        let mut line = self.cleaner.line(no, raw);
+        if line.rank.is_none() {
+            line.rank = wrapped_from;
+        }
         if let Some(r) = line.rank.filter(|r| *r < MAX_RANK) {
             let r = r as usize;
             if r >= self.ranks.len() {
@@ -274,6 +299,65 @@ impl<'e> Diagnoser<'e> {
             self.kept_bytes -= dropped;
         }
     }
+}
+
+/// Learns a terminal's row width from the lines seen so far. A log hard-wrapped by a
+/// terminal has many lines of exactly the row width and almost none longer; a log
+/// that is not wrapped spreads its long lines over many lengths, and many are longer
+/// than any length it repeats. Lengths are bytes (a wrap of non-ASCII text is missed,
+/// never invented).
+#[derive(Debug)]
+struct Rows {
+    /// Lines per length, for lengths below [`MAX_ROW`].
+    count: Vec<u32>,
+    /// The most common length of at least [`MIN_ROW`] (the row width candidate).
+    width: usize,
+    /// Lines longer than `width + ROW_SLACK`.
+    over: u32,
+    /// Lines of [`MAX_ROW`] bytes or more.
+    beyond: u32,
+}
+
+impl Default for Rows {
+    fn default() -> Rows {
+        Rows { count: vec![0; MAX_ROW], width: MIN_ROW, over: 0, beyond: 0 }
+    }
+}
+
+impl Rows {
+    /// Records a line's length; whether the line filled a whole row of a wrapped log.
+    fn fills_row(&mut self, len: usize) -> bool {
+        if len < MIN_ROW {
+            return false;
+        }
+        if len >= MAX_ROW {
+            self.beyond += 1;
+            self.over += 1;
+            return false;
+        }
+        self.count[len] += 1;
+        if len > self.width + ROW_SLACK {
+            self.over += 1;
+        }
+        if self.count[len] > self.count[self.width] {
+            self.width = len;
+            let from = (len + ROW_SLACK + 1).min(MAX_ROW);
+            self.over = self.count[from..].iter().sum::<u32>() + self.beyond;
+        }
+        let rows = self.count[self.width];
+        rows >= FULL_ROWS
+            && self.over.saturating_mul(10) <= rows
+            && (self.width..=self.width + ROW_SLACK).contains(&len)
+    }
+}
+
+/// A line that starts a log record of its own (a glog or timestamped logger line, a
+/// traceback header) is never the wrapped rest of the line before it.
+fn starts_record(raw: &[u8]) -> bool {
+    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
+    let glog = raw.len() > 6 && b"IWEF".contains(&raw[0]) && digits(&raw[1..5]) && raw[5] == b' ';
+    let dated = raw.len() > 5 && (raw.starts_with(b"[20") || (digits(&raw[..4]) && raw[4] == b'-'));
+    glog || dated || raw.starts_with(b"Traceback (most recent call last)")
 }
 
 fn memchr(b: &[u8]) -> Option<usize> {
@@ -330,5 +414,43 @@ mod tests {
         for (raw, want) in table {
             assert_eq!(quick_rank(raw), want, "{}", String::from_utf8_lossy(raw));
         }
+    }
+
+    /// Ranks of the kept lines, in input order.
+    fn kept_ranks(log: &str) -> Vec<(String, Option<u32>)> {
+        let engine = Engine::builtin().without_prefilter();
+        let mut d = Diagnoser::new(&engine);
+        d.feed(log.as_bytes());
+        d.kept.iter().map(|k| (k.line.text.clone(), k.line.rank)).collect()
+    }
+
+    #[test]
+    fn a_hard_wrapped_ranked_line_keeps_its_rank() {
+        let row = |s: &str| format!("{s:-<80}");
+        let wrapped = [row("[rank2]: a"), row("[rank2]: b"), row("[rank3]: c"), "rest of c".into(), "launcher".into()];
+        let ranks = kept_ranks(&(wrapped.join("\n") + "\n"));
+        assert_eq!(ranks[3], ("rest of c".to_string(), Some(3)));
+        // The line after a short line is not a continuation.
+        assert_eq!(ranks[4].1, None);
+        // A row a few characters over the width (redaction) still fills it; a line that
+        // starts a record of its own does not continue it.
+        let log = [row("[rank2]: a"), row("[rank2]: b"), row("[rank2]: c"), format!("{:-<83}", "[rank3]: d")];
+        let log = format!(
+            "{}\nrest of d\n{}\nE1130 09:14:12.067000 48113 api.py:869] failed\n",
+            log.join("\n"),
+            row("[rank4]: e")
+        );
+        let ranks = kept_ranks(&log);
+        assert_eq!((ranks[4].1, ranks[6].1), (Some(3), None));
+        // Not wrapped: long lines of many lengths, more than a tenth longer than the
+        // repeated one.
+        let mut log: Vec<String> = (0..3).map(|_| row("[rank2]: a")).collect();
+        log.push(format!("{:-<120}", "[rank2]: long"));
+        log.push(row("[rank3]: c"));
+        log.push("launcher".into());
+        assert_eq!(kept_ranks(&(log.join("\n") + "\n"))[5].1, None);
+        // Too few lines of the row width to call it a row.
+        let log = [row("[rank3]: c"), "launcher".into()];
+        assert_eq!(kept_ranks(&(log.join("\n") + "\n"))[1].1, None);
     }
 }
