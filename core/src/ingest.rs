@@ -254,7 +254,8 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
     for _ in 0..8 {
         let before = s.len();
         // A log pasted indented (a markdown code block, a list item) indents its prefixes
-        // too: `    [rank3]: ...`. Only a rank prefix is looked for past the indent.
+        // too: `    [rank3]: ...`. Only prefixes no code or message line starts with are
+        // looked for past the indent: a rank, a glog header, a timestamped logger line.
         let unindented = s.trim_start_matches([' ', '\t']);
         if let Ok((rest, rank)) = rank_prefix(unindented) {
             // `[rankN]:` is the global rank: it wins over a launcher's local label.
@@ -263,13 +264,13 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         } else if let Ok((rest, rank)) = role_prefix(s) {
             line.rank.get_or_insert(rank);
             s = rest;
-        } else if let Ok((rest, (level, ts))) = glog_prefix(s) {
+        } else if let Ok((rest, (level, ts))) = glog_prefix(unindented) {
             line.level = Some(level);
             if ts.is_some() {
                 line.ts = ts;
             }
             s = rest;
-        } else if let Ok((rest, (level, ts))) = pylog_prefix(s) {
+        } else if let Ok((rest, (level, ts))) = pylog_prefix(unindented) {
             line.level = level.or(line.level);
             line.ts = Some(ts);
             line.logger = true;
@@ -655,6 +656,9 @@ mod tests {
             ("> RuntimeError: x", "RuntimeError: x", None, None),
             (">>> a @ b", ">>> a @ b", None, None),
             ("    [rank3]:   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", Some(3), None),
+            ("    W1129 16:36:58.609000 22553 torch/distributed/run.py:982] Setting", "Setting", None, Some('W')),
+            ("    2026-11-29 16:37:09,335 ERROR [train] rank 2: skipping", "[train] rank 2: skipping", None, Some('E')),
+            ("    INFO: not a prefix past the indent", "    INFO: not a prefix past the indent", None, None),
         ];
         for (input, text, rank, level) in table {
             let l = clean(input);
