@@ -24,7 +24,7 @@ use crate::ingest::Line;
 use crate::pack::{Pack, PackError, Rule, RuleSource};
 use crate::report::{Input, Report, SCHEMA};
 use crate::stream::{Diagnoser, Kept};
-use crate::template::Match;
+use crate::template::{Match, WalkBack};
 
 mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
@@ -321,11 +321,12 @@ impl Engine {
         let rules = self.pack.rules();
         self.anchors[pattern].iter().any(|&(ri, ti, word)| {
             let t = &rules[ri].templates[ti];
-            match t.start_for_word(text, at, word) {
-                Some(start) => t.could_match_at(text, start),
-                // The leading words may sit on the previous line (a wrap) only when
-                // nothing but whitespace precedes the anchor on this one.
-                None => text[..at].trim().is_empty(),
+            match t.walk_back(text, at, word) {
+                WalkBack::Start(start) => t.could_match_at(text, start),
+                // The line begins inside the leading words: the rest may sit on the
+                // previous line (a wrap).
+                WalkBack::RanOut => true,
+                WalkBack::Mismatch => false,
             }
         })
     }

@@ -244,22 +244,51 @@ impl Template {
     /// [`Template::start_for`] for an occurrence of leading word `word` (an index from
     /// [`Template::anchors`]).
     pub fn start_for_word(&self, hay: &str, anchor_pos: usize, word: usize) -> Option<usize> {
-        if word > self.lead.len() {
-            return None;
+        match self.walk_back(hay, anchor_pos, word) {
+            WalkBack::Start(s) => Some(s),
+            WalkBack::RanOut | WalkBack::Mismatch => None,
+        }
+    }
+
+    /// The walk of [`Template::start_for_word`]. A leading word may hold a terminal hard
+    /// wrap (`lis` / `ten`: a line break plus indentation between two of its bytes),
+    /// as [`match_literal`] allows going forward. Reaching the start of `hay` with
+    /// every byte before the anchor matched is [`WalkBack::RanOut`]: on a single line,
+    /// the rest of the leading words may be on the line before.
+    pub(crate) fn walk_back(&self, hay: &str, anchor_pos: usize, word: usize) -> WalkBack {
+        if word > self.lead.len() || !hay.is_char_boundary(anchor_pos.min(hay.len())) || anchor_pos > hay.len() {
+            return WalkBack::Mismatch;
         }
         let b = hay.as_bytes();
         let mut pos = anchor_pos;
         for k in (0..word).rev() {
-            let w = self.word(k);
+            let w = self.word(k).as_bytes();
             while pos > 0 && b[pos - 1].is_ascii_whitespace() {
                 pos -= 1;
             }
-            if !hay.get(..pos)?.ends_with(w) {
-                return None;
+            let mut j = w.len();
+            while j > 0 {
+                if pos == 0 {
+                    return WalkBack::RanOut;
+                }
+                if b[pos - 1] == w[j - 1] {
+                    pos -= 1;
+                    j -= 1;
+                    continue;
+                }
+                // Inside the word: indentation, then the line break of a wrap.
+                let mut k2 = pos;
+                while k2 > 0 && matches!(b[k2 - 1], b' ' | b'\t') {
+                    k2 -= 1;
+                }
+                if j < w.len() && k2 > 0 && b[k2 - 1] == b'\n' {
+                    pos = k2 - 1;
+                    continue;
+                }
+                return WalkBack::Mismatch;
             }
-            pos -= w.len();
         }
-        Some(pos)
+        WalkBack::Start(pos)
     }
 
     /// Finds the first match at or after `from`, trying the places its anchors occur.
@@ -749,6 +778,17 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Where the walk back from an anchor to its template's start ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WalkBack {
+    /// The template would start here.
+    Start(usize),
+    /// The text began before the leading words were all found; all of it matched.
+    RanOut,
+    /// The text before the anchor is not the template's leading words.
+    Mismatch,
+}
+
 /// Matches literal `lit` at `pos`, skipping a line break plus indentation inside the
 /// input (a terminal hard wrap). Returns the end offset.
 fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
@@ -834,6 +874,33 @@ mod tests {
         // One-word leading literals and short other words have no second anchor.
         assert_eq!(Template::parse("Killed {text:rest}").unwrap().anchors().len(), 1);
         assert_eq!(Template::parse("the overflow ran out").unwrap().anchors().len(), 1);
+    }
+
+    #[test]
+    fn the_walk_back_from_the_anchor_crosses_a_wrap_inside_a_leading_word() {
+        let t =
+            Template::parse("The server socket has failed to listen on any local network address. port: {int:port}")
+                .unwrap();
+        assert_eq!(t.anchors()[0].1, "address.");
+        for hay in [
+            "E: The server socket has failed to lis\nten on any local network address. port: 1",
+            "E: The server socket has failed to lis\n   ten on any local network address. port: 1",
+            "E: The server socket has fai\nled to listen on any lo\ncal network address. port: 1",
+        ] {
+            assert_eq!(t.find(hay, 0).map(|m| m.start), Some(3), "{hay:?}");
+        }
+        // On one line: a line that begins inside the leading words may continue the
+        // line before; one that begins with other text may not.
+        let line = "ten on any local network address. port: 1";
+        let at = line.find("address.").unwrap();
+        assert_eq!(t.walk_back(line, at, 11), WalkBack::RanOut);
+        let line = "written on any local network address. port: 1";
+        assert_eq!(t.walk_back(line, line.find("address.").unwrap(), 11), WalkBack::Mismatch);
+        // A break is only skipped inside a word, never in place of one.
+        let hay = "The server socket has failed to\nlisten on any local network address.";
+        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 11), WalkBack::Start(0));
+        let hay = "The server socket has failed to listen\nxon any local network address.";
+        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 11), WalkBack::Mismatch);
     }
 
     #[test]
