@@ -26,13 +26,10 @@ use crate::report::{Input, Report, SCHEMA};
 use crate::stream::{Diagnoser, Kept};
 use crate::template::{Match, WalkBack};
 
-mod builtin {
-    include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
-}
-
 /// The built-in rule pack's sources.
+#[cfg(feature = "builtin")]
 pub fn builtin_sources() -> Vec<RuleSource<'static>> {
-    builtin::BUILTIN.iter().map(|(name, text)| RuleSource { name, text }).collect()
+    torchdx_rules::SOURCES.iter().map(|(name, text)| RuleSource { name, text }).collect()
 }
 
 /// The streaming scan's automaton: leftmost-longest and non-overlapping, the fastest
@@ -46,11 +43,12 @@ fn scan_automaton(patterns: &[String], kind: aho_corasick::AhoCorasickKind) -> A
         .expect("literals: the automaton always builds")
 }
 
-/// The built-in pack: decoded from its precompiled form when the build script could
-/// make one, else compiled from the TOML (which then reports the located error).
+/// The built-in pack: decoded from its precompiled form, else (a file whose JSON does
+/// not decode into a rule) compiled from the TOML, which then reports the located error.
+#[cfg(feature = "builtin")]
 pub fn builtin_pack() -> Result<Pack, PackError> {
     let sources = builtin_sources();
-    match builtin::PRECOMPILED.and_then(|json| Pack::from_precompiled(&sources, json)) {
+    match Pack::from_precompiled(&sources, torchdx_rules::PRECOMPILED) {
         Some(pack) => Ok(pack),
         None => Pack::new(&sources),
     }
@@ -151,11 +149,13 @@ impl Engine {
     /// # Panics
     /// Never for a released build: the built-in pack is compiled and checked by the
     /// test suite, so a failure here is a bug in the pack, not in the input.
+    #[cfg(feature = "builtin")]
     pub fn builtin() -> Engine {
         Engine::new(builtin_pack().expect("the built-in rule pack is valid (checked by tests)"))
     }
 
     /// The built-in pack plus `extra` rule files (a rule with an existing id replaces it).
+    #[cfg(feature = "builtin")]
     pub fn with_extra(extra: &[RuleSource<'_>]) -> Result<Engine, PackError> {
         Ok(Engine::new(builtin_pack()?.with(extra)?))
     }
@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn the_precompiled_builtin_pack_is_the_toml_pack() {
-        let json = builtin::PRECOMPILED.expect("build.rs precompiles the built-in pack");
+        let json = torchdx_rules::PRECOMPILED;
         let sources = builtin_sources();
         let pre = Pack::from_precompiled(&sources, json).expect("the precompiled pack matches its sources");
         let parsed = Pack::new(&sources).expect("the built-in pack compiles");

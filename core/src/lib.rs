@@ -60,7 +60,9 @@ pub mod report;
 pub mod stream;
 pub mod template;
 
-pub use engine::{builtin_pack, builtin_sources, Engine};
+#[cfg(feature = "builtin")]
+pub use engine::{builtin_pack, builtin_sources};
+pub use engine::Engine;
 pub use pack::{Confidence, Pack, PackError, Rule, RuleSource};
 pub use report::{Culprit, Finding, Location, Report, Role};
 pub use stream::Diagnoser;
