@@ -2,8 +2,8 @@
 //! declared finding and evidence, near misses stay quiet) and an insta snapshot of the
 //! report a person would read, so any change to a diagnosis shows up in review.
 
-use torchdx_core::check::{self, Status};
-use torchdx_core::{builtin_sources, format, Engine};
+use torchdx_core::authoring::check::{self, Status};
+use torchdx_core::{builtin_sources, Engine};
 
 #[test]
 fn builtin_pack_passes_rules_check() {
@@ -25,12 +25,12 @@ fn builtin_pack_passes_rules_check() {
 fn every_rule_fires_on_one_of_its_examples_and_no_example_is_claimed_twice() {
     let engine = Engine::builtin();
     for rule in engine.pack().rules() {
-        let fired = rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::pack::Expect::Match).any(|e| {
+        let fired = rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::spec::Expect::Match).any(|e| {
             let r = engine.diagnose(&e.log);
             r.primary().is_some_and(|p| p.id == rule.id())
         });
         assert!(fired, "rule {} fires on none of its examples", rule.id());
-        for e in rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::pack::Expect::Match) {
+        for e in rule.spec.examples.iter().filter(|e| e.expect == torchdx_core::spec::Expect::Match) {
             let r = engine.diagnose(&e.log);
             let claimants: Vec<&str> = r
                 .findings
@@ -61,7 +61,7 @@ fn snapshots_of_every_example() {
             omit_expression => true,
             description => format!("rule {rule}, example {name}"),
         }, {
-            insta::assert_snapshot!(format!("{rule}__{name}"), format::text(&report, false));
+            insta::assert_snapshot!(format!("{rule}__{name}"), report.to_text(false));
         });
     }
 }
@@ -123,7 +123,7 @@ fn snapshots_of_hazard_fixtures() {
             prepend_module_to_snapshot => false,
             omit_expression => true,
         }, {
-            insta::assert_snapshot!(name, format::text(&report, false));
+            insta::assert_snapshot!(name, report.to_text(false));
         });
     }
 }

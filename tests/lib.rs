@@ -11,7 +11,7 @@ pub fn examples(engine: &Engine) -> Vec<(String, String, String, bool)> {
                 r.id().to_string(),
                 e.name.clone(),
                 e.log.clone(),
-                e.expect == torchdx_core::pack::Expect::Match,
+                e.expect == torchdx_core::spec::Expect::Match,
             ));
         }
     }

@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use torchdx_core::ingest::strip_ansi;
-use torchdx_core::template::Template;
+use torchdx_core::internals::strip_ansi;
+use torchdx_core::internals::Template;
 use torchdx_core::Engine;
 use torchdx_tests::rule_ids;
 

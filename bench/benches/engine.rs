@@ -1,7 +1,7 @@
 //! Criterion benches: pack load, a 100 KB paste, grammars alone.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchdx_core::grammar::{pycall, traceback};
+use torchdx_core::internals::{pycall, traceback};
 use torchdx_core::Engine;
 
 fn paste_100k() -> String {

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use torchdx_core::check::{self, Status};
-use torchdx_core::{format, Engine, RuleSource};
+use torchdx_core::authoring::check::{self, Status};
+use torchdx_core::authoring::docs;
+use torchdx_core::{Engine, RuleSource};
 
 mod eval;
 mod scaffold;
@@ -156,33 +157,60 @@ fn main() -> ExitCode {
     }
 }
 
-/// Reads the rule files of a folder (`*.toml` and `data/*.toml`), sorted by name.
+/// Largest rule or data file read, in bytes: a rule is text a person writes.
+const MAX_RULE_FILE: u64 = 16 << 20;
+
+/// Reads the rule files of a folder as `torchdx_rules::listing` defines them (`*.toml`
+/// and `data/*.toml`), in pack order. Symlinks and files that are not regular files are
+/// refused, not followed or skipped (a `*.toml` link to `/proc/self/environ` would
+/// otherwise be read, and echoed in a diagnostic), as is a file that is not UTF-8.
 pub(crate) fn read_rule_dir(dir: &Path) -> Result<Vec<(String, String)>, Fail> {
-    let mut out = Vec::new();
+    use torchdx_rules::listing;
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
     for (sub, prefix) in [(dir.to_path_buf(), ""), (dir.join("data"), "data/")] {
         let rd = match fs::read_dir(&sub) {
             Ok(r) => r,
             Err(e) if prefix.is_empty() => return Err(Fail(format!("{}: {e}", sub.display()))),
             Err(_) => continue,
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "toml") && p.is_file() {
-                let text = fs::read_to_string(&p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
-                let name = if prefix.is_empty() {
-                    p.display().to_string()
-                } else {
-                    format!(
-                        "{}/{}",
-                        dir.display(),
-                        format_args!("data/{}", p.file_name().unwrap_or_default().to_string_lossy())
-                    )
-                };
-                out.push((name, text));
+        for e in rd {
+            let e = e.map_err(|e| Fail(format!("{}: {e}", sub.display())))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let listed = if prefix.is_empty() { listing::is_rule_name(&name) } else { listing::is_data_name(&name) };
+            if !listed {
+                continue;
             }
+            let p = e.path();
+            let ft = e.file_type().map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+            if ft.is_symlink() {
+                return Err(Fail(format!(
+                    "{}: is a symbolic link; rule folders are read without following links (copy the file in)",
+                    p.display()
+                )));
+            }
+            if !ft.is_file() {
+                return Err(Fail(format!("{}: not a regular file", p.display())));
+            }
+            found.push((format!("{prefix}{name}"), p));
         }
     }
-    out.sort();
+    let mut names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+    listing::order(&mut names);
+    let mut out = Vec::new();
+    for n in names {
+        let Some((_, p)) = found.iter().find(|(m, _)| *m == n) else { continue };
+        let len = fs::metadata(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?.len();
+        if len > MAX_RULE_FILE {
+            return Err(Fail(format!("{}: {len} bytes; a rule file holds at most {MAX_RULE_FILE}", p.display())));
+        }
+        let bytes = fs::read(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            Fail(format!("{}:{line}: not UTF-8 (invalid byte at offset {at})", p.display()))
+        })?;
+        out.push((p.display().to_string(), text));
+    }
     Ok(out)
 }
 
@@ -297,8 +325,8 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             };
             let text = match fmt {
                 Format::Json => report.to_json() + "\n",
-                Format::Md => format::markdown(&report),
-                Format::Text => format::text(&report, color),
+                Format::Md => report.to_markdown(),
+                Format::Text => report.to_text(color),
             };
             out(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -319,7 +347,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             };
             match fmt {
                 Format::Json => out(&(serde_json::to_string_pretty(&rule.spec)? + "\n"))?,
-                _ => out(&format::explain_markdown(rule))?,
+                _ => out(&docs::explain_markdown(rule))?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -420,8 +448,8 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
         RulesCmd::Docs { out: dir, check } => scaffold::docs(&dir, check),
         RulesCmd::Schema { out: dir, check } => {
             let files = [
-                ("rule.schema.json", torchdx_core::pack::rule_schema()),
-                ("ops.schema.json", torchdx_core::pack::ops_schema()),
+                ("rule.schema.json", torchdx_core::spec::rule_schema()),
+                ("ops.schema.json", torchdx_core::spec::ops_schema()),
             ];
             scaffold::write_or_check(&dir, &files, check, "torchdx rules schema")
         }

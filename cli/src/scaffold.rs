@@ -5,8 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use torchdx_core::check::Status;
-use torchdx_core::{format, Engine};
+use torchdx_core::authoring::check::Status;
+use torchdx_core::authoring::docs;
+use torchdx_core::Engine;
 
 use crate::{check_dir, out, read_rule_dir, Fail};
 
@@ -36,7 +37,7 @@ const EXAMPLE_ORDER: &[&str] = &["name", "expect", "source", "log", "evidence", 
 const MATCH_ORDER: &[&str] = &["template", "torch", "exception"];
 
 pub(crate) fn new_rule(id: &str, dir: &Path) -> Result<ExitCode, Fail> {
-    if !torchdx_core::pack::is_kebab(id) {
+    if !torchdx_core::spec::is_kebab(id) {
         return Err(Fail(format!("rule id `{id}` must be kebab-case (lowercase words joined by `-`)")));
     }
     let path = dir.join(format!("{id}.toml"));
@@ -254,39 +255,9 @@ pub(crate) fn fmt(dir: &Option<PathBuf>, check: bool) -> Result<ExitCode, Fail> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// The generated docs: one page per rule plus the hub, as (file name, text).
-pub fn docs_files(engine: &Engine) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    let mut hub = String::from(
-        "# The torchdx encyclopedia\n\nGenerated from `rules/` by `torchdx rules docs`; do not edit by hand.\n\n| family | rule | symptom | mechanism | first check | fix |\n|---|---|---|---|---|---|\n",
-    );
-    let mut rules: Vec<_> = engine.pack().rules().iter().collect();
-    rules.sort_by(|a, b| (a.family(), a.id()).cmp(&(b.family(), b.id())));
-    for r in rules {
-        let s = &r.spec;
-        let cell =
-            |t: &str| torchdx_core::render::render_docs(t.trim().lines().next().unwrap_or("")).replace('|', "\\|");
-        let symptom = s.matches.first().map(|m| m.template.replace('`', "'")).unwrap_or_default();
-        let symptom: String = symptom.chars().take(90).collect();
-        hub.push_str(&format!(
-            "| {} | [{}]({}.md) | `{}` | {} | {} | {} |\n",
-            r.family(),
-            r.id(),
-            r.id(),
-            symptom.replace('|', "\\|"),
-            cell(&s.summary),
-            cell(s.checklist.first().map(String::as_str).unwrap_or("")),
-            cell(&s.fix)
-        ));
-        files.push((format!("{}.md", r.id()), format::explain_markdown(r)));
-    }
-    files.push(("README.md".into(), hub));
-    files
-}
-
 pub(crate) fn docs(dir: &Path, check: bool) -> Result<ExitCode, Fail> {
     let engine = Engine::builtin();
-    write_or_check(dir, &docs_files(&engine), check, "torchdx rules docs")
+    write_or_check(dir, &docs::files(engine.pack()), check, "torchdx rules docs")
 }
 
 /// Writes generated files, or (`check`) fails listing those whose content differs.

@@ -46,26 +46,41 @@
 //! match attempt has a step budget; traceback chains and nesting are parsed
 //! iteratively. Time is linear in the input for a fixed pack.
 
-pub mod atoms;
-pub mod check;
+pub mod authoring;
 mod engine;
-pub mod format;
-pub mod grammar;
-pub mod infer;
-pub mod ingest;
-pub mod pack;
+mod grammar;
+mod infer;
+mod ingest;
 pub mod redact;
-pub mod render;
-pub mod report;
-pub mod stream;
-pub mod template;
+mod report;
+mod rules;
 
 #[cfg(feature = "builtin")]
 pub use engine::{builtin_pack, builtin_sources};
-pub use engine::Engine;
-pub use pack::{Confidence, Pack, PackError, Rule, RuleSource};
-pub use report::{Culprit, Finding, Location, Report, Role};
-pub use stream::Diagnoser;
+pub use engine::{Diagnoser, Engine};
+pub use report::{Confidence, Culprit, Evidence, Finding, Input, Location, Report, Role, TimelineEntry, SCHEMA};
+pub use rules::pack::{Pack, PackError, Rule, RuleSource};
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The rule file format: what a rule file deserializes into (and its JSON Schema, with
+/// the `schema` feature). Read-only for embedders; rule authors write TOML.
+pub mod spec {
+    pub use crate::rules::pack::{
+        is_kebab, ArgRole, CaseSpec, CulpritSpec, Example, Expect, MatchSpec, OneOrMany, OpSpec, RuleSpec, When,
+    };
+    #[cfg(feature = "schema")]
+    pub use crate::rules::pack::{ops_schema, rule_schema};
+}
+
+/// Building blocks for the fuzz targets, property tests and benchmarks of this
+/// workspace. Not a stable API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::grammar::{pycall, traceback};
+    pub use crate::ingest::strip_ansi;
+    pub use crate::rules::template::{Match, Template};
+    pub use crate::rules::text::{placeholders, render, render_docs, render_lossy, Context};
+}

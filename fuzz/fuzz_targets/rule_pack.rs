@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use torchdx_core::render::{render_lossy, Context};
+use torchdx_core::internals::{render_lossy, Context};
 use torchdx_core::{Pack, RuleSource};
 
 fuzz_target!(|data: &[u8]| {

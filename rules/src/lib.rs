@@ -70,6 +70,8 @@ mod tests {
         let files = precompile::read_folder(&dir).expect("a good folder");
         let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["a-rule.toml", "data/ops.toml"]);
+        assert_eq!(files[0].value["id"], "a-rule", "each file's TOML as JSON");
+        assert!(files[1].path.ends_with("data/ops.toml"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

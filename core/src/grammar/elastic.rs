@@ -24,7 +24,7 @@ use nom::character::complete::{char, digit1, space0};
 use nom::combinator::opt;
 use nom::{IResult, Parser};
 
-use crate::atoms::int;
+use super::atoms::int;
 
 /// One failure listed in the summary.
 #[derive(Clone, Debug, PartialEq, Eq)]

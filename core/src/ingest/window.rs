@@ -1,50 +1,73 @@
-//! Streaming diagnosis with bounded memory.
+//! The streaming window: a log in byte chunks of any size, reduced with bounded memory
+//! to the windows of lines the later stages can use.
 //!
-//! [`Diagnoser`] takes a log as byte chunks of any size and keeps only what the rules
-//! can use. One aho-corasick pass over the raw bytes finds template anchors, structural
-//! literals (`Traceback (most recent call last)`, `File "`, `Error:`) and the texts rules
-//! ask about anywhere (`log_contains`); lines are split with memchr. A line with no hit
-//! is never decoded or parsed: it only goes, as raw bytes, into its rank's short ring
-//! buffer (the rank read from a cheap look at its prefix). A line with a hit is a
-//! trigger: its rank's ring (the traceback frames above it) and the next
-//! [`FOLLOW_LINES`] lines of that rank (the message below it) are cleaned and kept.
-//! Whole-input diagnosis is this same path fed one chunk, so streaming and whole-input
-//! reports are identical by construction, whatever the chunking.
+//! The window knows nothing of rules or reports. What makes a line worth keeping is
+//! asked of a [`Trigger`] (ripgrep's searcher/matcher split: the searcher reads, the
+//! matcher decides); the engine's prefilter implements it with one aho-corasick pass
+//! over the raw bytes of each chunk (template anchors, structural literals such as
+//! `Traceback (most recent call last)` and `Error:`, and the texts rules ask about
+//! anywhere). Lines are split with memchr. A line with no hit is never decoded or
+//! parsed: it only goes, as raw bytes, into its rank's short ring buffer (the rank read
+//! from a cheap look at its prefix). A line with a hit is a trigger: its rank's ring
+//! (the traceback frames above it) and the next [`FOLLOW_LINES`] lines of that rank
+//! (the message below it) are cleaned and kept. Whole-input diagnosis is this same path
+//! fed one chunk, so streaming and whole-input reports are identical by construction,
+//! whatever the chunking.
 //!
 //! Memory is bounded independently of input size: lines are cut at
-//! [`ingest::MAX_LINE`], rings hold at most [`RING_LINES`] lines and [`RING_BYTES`]
+//! [`MAX_LINE`], rings hold at most [`RING_LINES`] lines and [`RING_BYTES`]
 //! bytes per stream (buffers are reused), at most [`MAX_STREAMS`] ranks get a ring of
 //! their own, and kept windows are capped at [`MAX_RETAINED_BYTES`] (the oldest half is
 //! evicted first: failures near the end of a log matter most).
 
 use std::collections::VecDeque;
 
-use crate::ingest::{self, Cleaner, Line};
-use crate::report::Report;
-use crate::Engine;
+use super::wrap::{starts_record, Rows};
+use super::{Cleaner, Line, MAX_LINE};
+
+/// What decides which raw lines are worth keeping: implemented by the rule pack's
+/// prefilter, so the window depends on no rule and the rules on no window.
+pub(crate) trait Trigger {
+    /// Scans raw bytes: calls `hit(offset, anchor)` for each template anchor
+    /// (`Some(pattern)`) or structural literal (`None`), and marks the needles it sees
+    /// in `seen`. `read` is how many bytes of the input have been read so far.
+    fn scan(&self, bytes: &[u8], read: u64, seen: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>));
+    /// Whether anchor `pattern`, hit at byte `at` of raw line `raw`, could start a match.
+    fn could_match(&self, raw: &[u8], at: usize, pattern: usize) -> bool;
+    /// Whether every line must be kept (the prefilter is off).
+    fn keeps_everything(&self) -> bool;
+}
+
+/// What a window retained of a whole input.
+#[derive(Debug)]
+pub(crate) struct Retained {
+    /// Bytes and lines read.
+    pub bytes: u64,
+    pub lines: u32,
+    /// Ranks seen, ascending.
+    pub ranks: Vec<u32>,
+    /// The kept lines, in input order.
+    pub kept: Vec<Kept>,
+    /// Which needles occurred anywhere.
+    pub seen: Vec<bool>,
+    /// Lines longer than [`MAX_LINE`] whose middle was dropped.
+    pub truncated: u64,
+}
 
 /// Lines of context kept above a trigger. Traceback headers and frames are triggers
 /// themselves, so the ring only has to cover what precedes a message without them
 /// (IPython code context, the start of a message wrapped before its anchor).
-pub const RING_LINES: usize = 32;
+pub(crate) const RING_LINES: usize = 32;
 /// Bytes of context kept per stream.
-pub const RING_BYTES: usize = 256 * 1024;
+pub(crate) const RING_BYTES: usize = 256 * 1024;
 /// Lines kept after a trigger (multi-line messages, summaries).
-pub const FOLLOW_LINES: usize = 400;
+pub(crate) const FOLLOW_LINES: usize = 400;
 /// Ranks with a ring of their own; further ranks share the unranked one.
-pub const MAX_STREAMS: usize = 2048;
+pub(crate) const MAX_STREAMS: usize = 2048;
 /// Bytes of kept windows, all streams together.
-pub const MAX_RETAINED_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_RETAINED_BYTES: usize = 16 * 1024 * 1024;
 /// Highest rank recorded in `input.ranks`.
 const MAX_RANK: u32 = 1 << 20;
-/// Narrowest and widest terminal rows taken for a hard wrap (see [`Rows`]).
-const MIN_ROW: usize = 60;
-const MAX_ROW: usize = 1024;
-/// Lines of the row width seen before the log counts as wrapped.
-const FULL_ROWS: u32 = 3;
-/// Characters a line may have beyond the row width and still fill it: redaction
-/// (`/home/<user>`) or an edit lengthens a few wrapped lines.
-const ROW_SLACK: usize = 16;
 
 /// A kept line with its position in its stream.
 #[derive(Clone, Debug)]
@@ -71,11 +94,10 @@ struct Ring {
     seq: u64,
 }
 
-/// Incremental diagnosis: [`feed`](Diagnoser::feed) chunks, then
-/// [`finish`](Diagnoser::finish).
-#[derive(Debug)]
-pub struct Diagnoser<'e> {
-    engine: &'e Engine,
+/// The window over one input: [`feed`](Window::feed) chunks, then
+/// [`finish`](Window::finish). It holds no reference to its [`Trigger`], which each call
+/// is given, so an embedder's diagnoser can own its window.
+pub(crate) struct Window {
     cleaner: Cleaner,
     /// Bytes of an unfinished last line (its head and tail when it is very long).
     partial: Vec<u8>,
@@ -89,7 +111,7 @@ pub struct Diagnoser<'e> {
     kept: Vec<Kept>,
     kept_bytes: usize,
     seen: Vec<bool>,
-    /// Lines longer than [`ingest::MAX_LINE`] whose middle was dropped.
+    /// Lines longer than [`MAX_LINE`] whose middle was dropped.
     truncated: u64,
     /// Hits of the chunk being processed: offset and anchor pattern (None: structural).
     hits: Vec<(usize, Option<usize>)>,
@@ -99,10 +121,16 @@ pub struct Diagnoser<'e> {
     wrap_rank: Option<u32>,
 }
 
-impl<'e> Diagnoser<'e> {
-    pub(crate) fn new(engine: &'e Engine) -> Diagnoser<'e> {
-        Diagnoser {
-            engine,
+impl std::fmt::Debug for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Window").field("bytes", &self.bytes).field("lines", &self.lines).finish_non_exhaustive()
+    }
+}
+
+impl Window {
+    /// A window for an input; `needles` is how many needles the trigger marks.
+    pub(crate) fn new(needles: usize) -> Window {
+        Window {
             cleaner: Cleaner::default(),
             partial: Vec::new(),
             partial_cut: false,
@@ -112,7 +140,7 @@ impl<'e> Diagnoser<'e> {
             rings: vec![Ring::default()],
             kept: Vec::new(),
             kept_bytes: 0,
-            seen: vec![false; engine.needle_count()],
+            seen: vec![false; needles],
             truncated: 0,
             hits: Vec::new(),
             rows: Rows::default(),
@@ -121,7 +149,7 @@ impl<'e> Diagnoser<'e> {
     }
 
     /// Feeds the next chunk of the log.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, trigger: &dyn Trigger, chunk: &[u8]) {
         self.bytes += chunk.len() as u64;
         let mut rest = chunk;
         // Finish a line begun in an earlier chunk.
@@ -131,7 +159,7 @@ impl<'e> Diagnoser<'e> {
                     self.extend_partial(&rest[..p]);
                     let raw = std::mem::take(&mut self.partial);
                     self.partial_cut = false;
-                    self.whole_line(&raw);
+                    self.whole_line(trigger, &raw);
                     rest = &rest[p + 1..];
                 }
                 None => {
@@ -148,7 +176,7 @@ impl<'e> Diagnoser<'e> {
         let (body, tail) = rest.split_at(complete);
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
-        self.engine.scan(body, self.bytes, &mut self.seen, |off, p| hits.push((off, p)));
+        trigger.scan(body, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
         hits.sort_unstable();
         let mut h = 0;
         let mut start = 0;
@@ -161,10 +189,10 @@ impl<'e> Diagnoser<'e> {
             let line = &body[start..end];
             while h < hits.len() && hits[h].0 < end {
                 let (off, p) = hits[h];
-                hit = hit || p.is_none_or(|p| self.engine.anchor_could_match(line, off - start, p));
+                hit = hit || p.is_none_or(|p| trigger.could_match(line, off - start, p));
                 h += 1;
             }
-            self.line(line, hit);
+            self.line(trigger, line, hit);
             start = end + 1;
         }
         self.hits = hits;
@@ -172,11 +200,11 @@ impl<'e> Diagnoser<'e> {
     }
 
     /// Accumulates an unfinished line, keeping its head and its tail when it grows
-    /// past [`ingest::MAX_LINE`] (a one-line paste ends with its exception).
+    /// past [`MAX_LINE`] (a one-line paste ends with its exception).
     fn extend_partial(&mut self, bytes: &[u8]) {
         self.partial.extend_from_slice(bytes);
-        if self.partial.len() > 2 * ingest::MAX_LINE {
-            let half = ingest::MAX_LINE / 2;
+        if self.partial.len() > 2 * MAX_LINE {
+            let half = MAX_LINE / 2;
             let tail_from = self.partial.len() - half;
             self.partial.copy_within(tail_from.., half);
             self.partial.truncate(2 * half);
@@ -185,34 +213,39 @@ impl<'e> Diagnoser<'e> {
     }
 
     /// A line assembled across chunks: scanned on its own.
-    fn whole_line(&mut self, raw: &[u8]) {
+    fn whole_line(&mut self, trigger: &dyn Trigger, raw: &[u8]) {
         let mut hits = Vec::new();
-        self.engine.scan(raw, self.bytes, &mut self.seen, |off, p| hits.push((off, p)));
-        let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| self.engine.anchor_could_match(raw, off, p)));
-        self.line(raw, hit);
+        trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
+        let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| trigger.could_match(raw, off, p)));
+        self.line(trigger, raw, hit);
     }
 
-    /// Ends the input and diagnoses what was kept.
-    pub fn finish(mut self) -> Report {
+    /// Ends the input: what was retained.
+    pub(crate) fn finish(mut self, trigger: &dyn Trigger) -> Retained {
         if !self.partial.is_empty() {
             let raw = std::mem::take(&mut self.partial);
-            self.whole_line(&raw);
+            self.whole_line(trigger, &raw);
         }
         let ranks: Vec<u32> = self.ranks.iter().enumerate().filter(|(_, s)| **s).map(|(r, _)| r as u32).collect();
-        let mut report = self.engine.diagnose_kept(self.bytes, self.lines, ranks, self.kept, &self.seen);
-        report.input.truncated_lines = self.truncated;
-        report
+        Retained {
+            bytes: self.bytes,
+            lines: self.lines,
+            ranks,
+            kept: self.kept,
+            seen: self.seen,
+            truncated: self.truncated,
+        }
     }
 
-    fn line(&mut self, raw: &[u8], hit: bool) {
+    fn line(&mut self, trigger: &dyn Trigger, raw: &[u8], hit: bool) {
         self.lines += 1;
         let no = self.lines;
         // An overlong line keeps its head and its tail, where a one-line paste has its
         // exception; the cleaner marks it truncated.
         let joined;
-        let raw = if raw.len() > ingest::MAX_LINE {
-            let half = ingest::MAX_LINE / 2 - 8;
-            let mut v = Vec::with_capacity(ingest::MAX_LINE);
+        let raw = if raw.len() > MAX_LINE {
+            let half = MAX_LINE / 2 - 8;
+            let mut v = Vec::with_capacity(MAX_LINE);
             v.extend_from_slice(&raw[..half]);
             v.extend_from_slice(b" [...] ");
             v.extend_from_slice(&raw[raw.len() - half..]);
@@ -243,7 +276,7 @@ impl<'e> Diagnoser<'e> {
         if slot >= self.rings.len() {
             self.rings.resize_with(slot + 1, Ring::default);
         }
-        let trigger = hit || self.engine.keep_everything() || ends_like_exception(raw);
+        let trigger = hit || trigger.keeps_everything() || ends_like_exception(raw);
         let ring = &mut self.rings[slot];
         let seq = ring.seq;
         ring.seq += 1;
@@ -299,65 +332,6 @@ impl<'e> Diagnoser<'e> {
             self.kept_bytes -= dropped;
         }
     }
-}
-
-/// Learns a terminal's row width from the lines seen so far. A log hard-wrapped by a
-/// terminal has many lines of exactly the row width and almost none longer; a log
-/// that is not wrapped spreads its long lines over many lengths, and many are longer
-/// than any length it repeats. Lengths are bytes (a wrap of non-ASCII text is missed,
-/// never invented).
-#[derive(Debug)]
-struct Rows {
-    /// Lines per length, for lengths below [`MAX_ROW`].
-    count: Vec<u32>,
-    /// The most common length of at least [`MIN_ROW`] (the row width candidate).
-    width: usize,
-    /// Lines longer than `width + ROW_SLACK`.
-    over: u32,
-    /// Lines of [`MAX_ROW`] bytes or more.
-    beyond: u32,
-}
-
-impl Default for Rows {
-    fn default() -> Rows {
-        Rows { count: vec![0; MAX_ROW], width: MIN_ROW, over: 0, beyond: 0 }
-    }
-}
-
-impl Rows {
-    /// Records a line's length; whether the line filled a whole row of a wrapped log.
-    fn fills_row(&mut self, len: usize) -> bool {
-        if len < MIN_ROW {
-            return false;
-        }
-        if len >= MAX_ROW {
-            self.beyond += 1;
-            self.over += 1;
-            return false;
-        }
-        self.count[len] += 1;
-        if len > self.width + ROW_SLACK {
-            self.over += 1;
-        }
-        if self.count[len] > self.count[self.width] {
-            self.width = len;
-            let from = (len + ROW_SLACK + 1).min(MAX_ROW);
-            self.over = self.count[from..].iter().sum::<u32>() + self.beyond;
-        }
-        let rows = self.count[self.width];
-        rows >= FULL_ROWS
-            && self.over.saturating_mul(10) <= rows
-            && (self.width..=self.width + ROW_SLACK).contains(&len)
-    }
-}
-
-/// A line that starts a log record of its own (a glog or timestamped logger line, a
-/// traceback header) is never the wrapped rest of the line before it.
-fn starts_record(raw: &[u8]) -> bool {
-    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
-    let glog = raw.len() > 6 && b"IWEF".contains(&raw[0]) && digits(&raw[1..5]) && raw[5] == b' ';
-    let dated = raw.len() > 5 && (raw.starts_with(b"[20") || (digits(&raw[..4]) && raw[4] == b'-'));
-    glog || dated || raw.starts_with(b"Traceback (most recent call last)")
 }
 
 fn memchr(b: &[u8]) -> Option<usize> {
@@ -416,11 +390,23 @@ mod tests {
         }
     }
 
+    /// A trigger that keeps every line (the prefilter off).
+    struct KeepAll;
+
+    impl Trigger for KeepAll {
+        fn scan(&self, _: &[u8], _: u64, _: &mut [bool], _: &mut dyn FnMut(usize, Option<usize>)) {}
+        fn could_match(&self, _: &[u8], _: usize, _: usize) -> bool {
+            true
+        }
+        fn keeps_everything(&self) -> bool {
+            true
+        }
+    }
+
     /// Ranks of the kept lines, in input order.
     fn kept_ranks(log: &str) -> Vec<(String, Option<u32>)> {
-        let engine = Engine::builtin().without_prefilter();
-        let mut d = Diagnoser::new(&engine);
-        d.feed(log.as_bytes());
+        let mut d = Window::new(0);
+        d.feed(&KeepAll, log.as_bytes());
         d.kept.iter().map(|k| (k.line.text.clone(), k.line.rank)).collect()
     }
 

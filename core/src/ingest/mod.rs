@@ -9,6 +9,9 @@
 //! and records what it learned on the way: the rank the line belongs to, its timestamp
 //! and its log level. Nothing here looks at more than one line, so it streams.
 
+pub(crate) mod window;
+pub(crate) mod wrap;
+
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{opt, recognize};
@@ -62,40 +65,6 @@ impl Timestamp {
     pub fn clock(&self) -> String {
         format!("{:02}:{:02}:{:02}", self.hms[0], self.hms[1], self.hms[2])
     }
-}
-
-/// Splits `bytes` into cleaned lines. Invalid UTF-8 is replaced with U+FFFD; line
-/// numbers always refer to the input as given.
-pub fn lines(bytes: &[u8]) -> Vec<Line> {
-    let mut out = Vec::new();
-    let mut cleaner = Cleaner::default();
-    for (i, raw) in split_lines(bytes).enumerate() {
-        out.push(cleaner.line(i as u32 + 1, raw));
-    }
-    out
-}
-
-/// Iterates over the raw lines of `bytes`, without their `\n` (a final empty line
-/// after a trailing newline is not yielded).
-pub fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = if bytes.is_empty() { None } else { Some(bytes) };
-    std::iter::from_fn(move || {
-        let r = rest?;
-        match memchr_nl(r) {
-            Some(p) => {
-                rest = if p + 1 < r.len() { Some(&r[p + 1..]) } else { None };
-                Some(&r[..p])
-            }
-            None => {
-                rest = None;
-                Some(r)
-            }
-        }
-    })
-}
-
-fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
 }
 
 /// Cleans lines one at a time. Holds the rank of the last prefixed line so that
@@ -535,6 +504,40 @@ fn misc_prefix(i: &str) -> IResult<&str, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Splits `bytes` into cleaned lines. Invalid UTF-8 is replaced with U+FFFD; line
+    /// numbers always refer to the input as given.
+    pub fn lines(bytes: &[u8]) -> Vec<Line> {
+        let mut out = Vec::new();
+        let mut cleaner = Cleaner::default();
+        for (i, raw) in split_lines(bytes).enumerate() {
+            out.push(cleaner.line(i as u32 + 1, raw));
+        }
+        out
+    }
+
+    /// Iterates over the raw lines of `bytes`, without their `\n` (a final empty line
+    /// after a trailing newline is not yielded).
+    pub fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let mut rest = if bytes.is_empty() { None } else { Some(bytes) };
+        std::iter::from_fn(move || {
+            let r = rest?;
+            match memchr_nl(r) {
+                Some(p) => {
+                    rest = if p + 1 < r.len() { Some(&r[p + 1..]) } else { None };
+                    Some(&r[..p])
+                }
+                None => {
+                    rest = None;
+                    Some(r)
+                }
+            }
+        })
+    }
+
+    fn memchr_nl(b: &[u8]) -> Option<usize> {
+        b.iter().position(|&c| c == b'\n')
+    }
 
     /// The first, character-at-a-time `strip_ansi`: the oracle for the run-copying one.
     fn strip_ansi_by_char(s: &str) -> String {

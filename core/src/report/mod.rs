@@ -7,7 +7,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pack::Confidence;
+mod render;
+
+/// How sure a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Certain,
+    #[default]
+    Likely,
+    Possible,
+}
 
 /// Schema tag of this report version.
 pub const SCHEMA: &str = "torchdx/report@1";
@@ -116,5 +127,63 @@ impl Report {
     /// The initiating finding, if any.
     pub fn primary(&self) -> Option<&Finding> {
         self.initiating.and_then(|i| self.findings.get(i))
+    }
+
+    /// The report for a person at a terminal: headline, culprit, evidence, checklist,
+    /// fix, verify; collateral findings in brief; the timeline. `color` adds ANSI styles.
+    pub fn to_text(&self, color: bool) -> String {
+        render::text(self, color)
+    }
+
+    /// The report as Markdown, for an issue or a chat message.
+    pub fn to_markdown(&self) -> String {
+        render::markdown(self)
+    }
+}
+
+/// How an evidence value reads in prose: strings as is, lists of strings joined with
+/// `, `, lists of numbers as a shape `[64, 128]`.
+pub fn value_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.iter().all(Value::is_number) => {
+            format!("[{}]", a.iter().map(value_text).collect::<Vec<_>>().join(", "))
+        }
+        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// `[0,1,2,3,5,7]` → `0-3,5,7`.
+pub fn compress_ranks(r: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < r.len() {
+        let mut j = i;
+        while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", r[i], r[j])
+        } else if j == i + 1 {
+            format!("{},{}", r[i], r[j])
+        } else {
+            r[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_ranges() {
+        assert_eq!(compress_ranks(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7,8");
+        assert_eq!(compress_ranks(&[4]), "4");
     }
 }

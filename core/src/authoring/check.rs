@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::pack::{self, compile_rule, line_col, Expect, Pack, Rule, RuleSource, Seg};
-use crate::render;
 use crate::report::Report;
+use crate::rules::pack::{self, compile_rule, line_col, Expect, Pack, Rule, RuleSource, Seg};
+use crate::rules::text;
 use crate::Engine;
 
 /// Evidence keys the engine provides to every rule's text, beyond its own captures.
@@ -53,7 +53,7 @@ pub const SCAFFOLD_MARK: &str = "Replace this with";
 
 /// One problem found in a rule file: the same located error the pack loader returns,
 /// shown rustc-style by [`PackError::report`](crate::pack::PackError::report).
-pub use crate::pack::PackError as Diagnostic;
+pub use crate::rules::pack::PackError as Diagnostic;
 
 /// Outcome of one example.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,7 +223,7 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
     for t in &rule.templates {
         for (name, kind) in t.captures() {
             known.insert(name.to_string());
-            if kind == crate::template::Kind::Size {
+            if kind == crate::rules::template::Kind::Size {
                 known.insert(format!("{name}_bytes"));
             }
         }
@@ -265,7 +265,7 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
         }
     }
     for text in texts {
-        for p in render::placeholders(text) {
+        for p in text::placeholders(text) {
             if !known.contains(p.key) {
                 let off = locate(src.text, text).map(|o| o + p.offset).unwrap_or(0);
                 out.push(diag(

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::report::value_text;
+
 /// Values placeholders can refer to: evidence plus engine-provided keys.
 pub type Context = BTreeMap<String, Value>;
 
@@ -70,20 +72,6 @@ fn lookup(ctx: &Context, key: &str, index: Option<usize>) -> Option<String> {
     };
     let s = value_text(v);
     (!s.is_empty()).then_some(s)
-}
-
-/// How an evidence value reads in prose: strings as is, lists of strings joined with
-/// `, `, lists of numbers as a shape `[64, 128]`.
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        Value::Array(a) if a.iter().all(Value::is_number) => {
-            format!("[{}]", a.iter().map(value_text).collect::<Vec<_>>().join(", "))
-        }
-        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join(", "),
-        other => other.to_string(),
-    }
 }
 
 /// Walks `text`, calling `f` on each placeholder; `f` returns the replacement.

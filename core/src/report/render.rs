@@ -1,12 +1,9 @@
-//! Human-readable renderings of a [`Report`] and of a rule's encyclopedia entry:
-//! plain text for a terminal (optionally coloured) and Markdown for issues and chat.
+//! Human-readable renderings of a [`Report`]: plain text for a terminal (optionally
+//! coloured) and Markdown for issues and chat.
 
 use std::fmt::Write;
 
-use crate::infer::compress_ranks;
-use crate::pack::Rule;
-use crate::render::{render_docs, value_text};
-use crate::report::{Finding, Report, Role};
+use super::{compress_ranks, value_text, Finding, Report, Role};
 
 /// Evidence keys shown first, in this order; the rest follow alphabetically.
 const KEY_ORDER: &[&str] =
@@ -214,90 +211,9 @@ pub fn markdown(report: &Report) -> String {
     o
 }
 
-/// A rule's encyclopedia entry as Markdown (used by `explain` and `docs/rules/`).
-pub fn explain_markdown(rule: &Rule) -> String {
-    let s = &rule.spec;
-    let mut o = String::new();
-    let _ = writeln!(o, "# {}: {}\n", rule.id(), render_docs(&s.title));
-    let _ = writeln!(
-        o,
-        "Family: `{}`{}\n",
-        rule.family(),
-        if s.collateral { " (usually collateral: the echo of a failure elsewhere)" } else { "" }
-    );
-    let _ = writeln!(o, "{}\n", render_docs(&s.summary));
-    let _ = writeln!(o, "## Messages\n");
-    for m in &s.matches {
-        let _ = writeln!(
-            o,
-            "- `{}`{}",
-            m.template.replace('`', "'"),
-            m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default()
-        );
-    }
-    let _ = writeln!(o, "\n## Mechanism\n\n{}\n", render_docs(s.mechanism.trim()));
-    let _ = writeln!(o, "## Checklist\n");
-    for c in &s.checklist {
-        let _ = writeln!(o, "- [ ] {}", render_docs(c));
-    }
-    let _ = writeln!(o, "\n## Fix\n\n{}\n", render_docs(s.fix.trim()));
-    let _ = writeln!(o, "## Verify\n\n{}\n", render_docs(s.verify.trim()));
-    let _ = writeln!(o, "## Prevent\n\n{}\n", render_docs(s.prevent.trim()));
-    if !s.missing.is_empty() {
-        let _ = writeln!(o, "## What the log may not show\n");
-        for m in &s.missing {
-            let _ = writeln!(o, "- {}", render_docs(m));
-        }
-        let _ = writeln!(o);
-    }
-    let _ = writeln!(o, "## Next action\n\n{}\n", render_docs(s.next_action.trim()));
-    if !s.cases.is_empty() {
-        let _ = writeln!(o, "## Variants bound to evidence\n");
-        for c in &s.cases {
-            let mut conds = Vec::new();
-            let w = &c.when;
-            conds.extend(w.present.iter().map(|k| format!("`{k}` shown")));
-            conds.extend(w.absent.iter().map(|k| format!("no `{k}`")));
-            conds.extend(w.equals.iter().map(|(k, v)| format!("`{k}` = {}", v.values().join(" or "))));
-            conds.extend(w.contains.iter().map(|(k, v)| format!("`{k}` contains \"{v}\"")));
-            conds.extend(w.differ.iter().map(|k| format!("`{k}` differ")));
-            conds.extend(w.frame_contains.iter().map(|k| format!("a frame in `{k}`")));
-            conds.extend(w.log_contains.iter().map(|k| format!("the log shows \"{k}\"")));
-            conds.extend(w.exception.iter().map(|k| format!("raised as `{k}`")));
-            let what = c.title.as_deref().or(c.fix.as_deref()).unwrap_or("different advice");
-            let _ = writeln!(
-                o,
-                "- When {}: {}",
-                if conds.is_empty() { "always".into() } else { conds.join(", ") },
-                render_docs(first_line(what))
-            );
-        }
-        let _ = writeln!(o);
-    }
-    if !s.related.is_empty() {
-        let rel: Vec<String> = s.related.iter().map(|r| format!("[{0}]({0}.md)", r)).collect();
-        let _ = writeln!(o, "## Related\n\n{}\n", rel.join(", "));
-    }
-    let _ = writeln!(o, "## Examples\n");
-    for e in &s.examples {
-        let _ = writeln!(
-            o,
-            "### {} ({})\n\n```text\n{}\n```\n",
-            e.name,
-            if e.expect == crate::pack::Expect::Match { "diagnosed" } else { "not this rule" },
-            e.log.trim_end()
-        );
-    }
-    o
-}
-
-fn first_line(s: &str) -> &str {
-    s.trim().lines().next().unwrap_or("")
-}
-
 /// Greedy word wrap; single line breaks in rule prose are soft, blank lines separate
 /// paragraphs, and list items (`* `, `- `, `1. `) start their own line.
-fn wrap(s: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(s: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut paras: Vec<String> = Vec::new();
     for (i, block) in s.trim().split("\n\n").enumerate() {

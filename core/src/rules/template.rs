@@ -22,7 +22,7 @@ use nom::combinator::{map, value};
 use nom::{IResult, Parser};
 use serde_json::Value;
 
-use crate::atoms;
+use crate::grammar::atoms;
 
 /// Most nested `{?...}` / `{a|b}` groups in one template.
 const MAX_DEPTH: usize = 8;

@@ -10,7 +10,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::template::Template;
+use super::template::Template;
+pub use crate::report::Confidence;
 
 /// The family ids of the taxonomy (`shared/reference/taxonomy.md`).
 pub const FAMILIES: &[&str] = &[
@@ -57,17 +58,6 @@ pub const FAMILIES: &[&str] = &[
     "dynamo-recompile",
     "other",
 ];
-
-/// How sure a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Confidence {
-    Certain,
-    #[default]
-    Likely,
-    Possible,
-}
 
 /// What an example expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -483,9 +473,6 @@ pub struct Pack {
     ops: Vec<OpSpec>,
 }
 
-/// Name of the data file holding the op-argument role table.
-pub const OPS_FILE: &str = "data/ops.toml";
-
 /// Whether a source is the op-argument role table rather than a rule.
 fn is_ops_file(name: &str) -> bool {
     name.ends_with("ops.toml")
@@ -513,7 +500,7 @@ impl Pack {
     /// Compiles rule files; a source named `data/ops.toml` (or ending in `/ops.toml`)
     /// is the op-argument role table. Later sources override earlier ones with the
     /// same rule id. Cross-rule consistency (`related` ids) is checked by
-    /// [`crate::check`], not here: a dangling reference does not stop diagnosis.
+    /// [`crate::authoring::check`], not here: a dangling reference does not stop diagnosis.
     pub fn new(sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
         Pack { rules: Vec::new(), ops: Vec::new() }.with(sources)
     }

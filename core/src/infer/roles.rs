@@ -1,0 +1,227 @@
+//! Roles across ranks: the same failure reported by several ranks is merged, the
+//! failure that started the collapse is picked, the others are its collateral or
+//! independent, and the timeline is written.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::Draft;
+use crate::report::{compress_ranks, value_text, Confidence, Finding, Role, TimelineEntry};
+
+/// Merges the same failure reported by several ranks, assigns roles and orders the
+/// findings: initiating first, then in order of appearance.
+pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, Vec<Finding>, Vec<TimelineEntry>) {
+    // Merge duplicates across ranks (and repeated identical reports). A rule matched
+    // twice on the same lines of the same rank is one report too: a garbled line
+    // (`Killed Killed`) or two processes' output run together on one line
+    // (`task 0: Killedsrun: error: ... task 1: Killed`) names one failure.
+    let same_report = |m: &Draft, d: &Draft| {
+        let (a, b) = (&m.finding, &d.finding);
+        m.key == d.key
+            || (a.id == b.id
+                && a.rank == b.rank
+                && a.location.line <= b.location.end_line
+                && b.location.line <= a.location.end_line)
+    };
+    let mut merged: Vec<Draft> = Vec::new();
+    for d in drafts {
+        if let Some(m) = merged.iter_mut().find(|m| same_report(m, &d)) {
+            if let Some(r) = d.finding.rank {
+                m.finding.ranks.push(r);
+            }
+            m.per_rank.extend(d.per_rank.iter().cloned());
+            m.reports += 1;
+            if d.ts.is_some() && (m.ts.is_none() || d.ts < m.ts) && m.finding.rank.is_some() {
+                m.ts = m.ts.or(d.ts);
+            }
+            continue;
+        }
+        let mut d = d;
+        if let Some(r) = d.finding.rank {
+            d.finding.ranks.push(r);
+        }
+        merged.push(d);
+    }
+    for m in &mut merged {
+        m.finding.ranks.sort_unstable();
+        m.finding.ranks.dedup();
+        if m.finding.ranks.len() < 2 {
+            m.finding.ranks.clear();
+        }
+    }
+    if merged.is_empty() {
+        return (None, Vec::new(), Vec::new());
+    }
+    // The earliest non-collateral failure; a recognised one beats an unknown exception.
+    let earlier = |a: &Draft, b: &Draft| match (a.ts, b.ts) {
+        (Some(x), Some(y)) if x != y => x < y,
+        _ => a.finding.location.line < b.finding.location.line,
+    };
+    let pick = |pred: &dyn Fn(&Draft) -> bool| {
+        let mut best: Option<usize> = None;
+        for (i, d) in merged.iter().enumerate() {
+            if pred(d) && best.is_none_or(|b| earlier(d, &merged[b])) {
+                best = Some(i);
+            }
+        }
+        best
+    };
+    // A rule unsure of its own match (`possible`: a bare `Killed` in an application's
+    // log line) does not start the collapse ahead of a failure some rule is sure of.
+    let sure = |d: &Draft| d.finding.confidence != Confidence::Possible;
+    let init = pick(&|d| !d.collateral && d.recognized && !d.handled && sure(d))
+        .or_else(|| pick(&|d| !d.collateral && d.recognized && !d.handled))
+        .or_else(|| pick(&|d| !d.collateral && !d.handled))
+        .or_else(|| cascade(&merged))
+        .or_else(|| pick(&|d| d.collateral))
+        .or_else(|| pick(&|_| true));
+    let only_collateral = init.is_some_and(|i| merged[i].collateral);
+    if only_collateral {
+        if let Some(i) = init {
+            let suspect = suspect_rank(&merged, i, ranks_seen);
+            if let Some(r) = suspect {
+                let f = &mut merged[i].finding;
+                f.rank = Some(r);
+                f.evidence.insert("suspect_rank".into(), Value::from(r));
+            }
+            // An exception a rank caught and logged before the echoes began is the
+            // likeliest origin: it is where that rank's code path diverged.
+            let origin = merged
+                .iter()
+                .position(|d| d.handled && !d.collateral && d.finding.rank.is_some() && d.finding.rank == suspect)
+                .or_else(|| {
+                    merged
+                        .iter()
+                        .position(|d| d.handled && !d.collateral && (d.finding.rank.is_none() || suspect.is_none()))
+                });
+            if let Some(o) = origin {
+                let src = merged[o].finding.evidence.clone();
+                let line = merged[o].finding.location.line;
+                let f = &mut merged[i].finding;
+                for k in ["failing_frame", "failing_code"] {
+                    if let Some(v) = src.get(k) {
+                        f.evidence.insert(k.into(), v.clone());
+                    }
+                }
+                if let Some(m) = src.get("message") {
+                    f.evidence.insert("origin_message".into(), m.clone());
+                }
+                f.missing.insert(0, format!("Whether the exception logged at line {line} (caught, then training went on) made this rank skip a collective the others entered"));
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..merged.len()).collect();
+    if let Some(i) = init {
+        order.retain(|&k| k != i);
+        order.insert(0, i);
+    }
+    // Input order: a total order (mixing timestamps with line numbers is not one, and
+    // an inconsistent comparator makes sorting panic).
+    let timeline_order = {
+        let mut t: Vec<usize> = (0..merged.len()).collect();
+        t.sort_by_key(|&k| (merged[k].finding.location.line, k));
+        t
+    };
+    let pos = |k: usize| order.iter().position(|&o| o == k).unwrap_or(0);
+    let mut out: Vec<Finding> = Vec::with_capacity(merged.len());
+    for &k in &order {
+        let d = &merged[k];
+        let mut f = d.finding.clone();
+        f.role = if Some(k) == init {
+            Role::Initiating
+        } else if d.collateral {
+            Role::Collateral
+        } else {
+            Role::Independent
+        };
+        if f.role == Role::Collateral {
+            f.collateral_of = init.map(pos);
+        }
+        out.push(f);
+    }
+    // A multi-process run whose initiating traceback carries no rank (torch <= 2.2
+    // prints worker tracebacks without `[rankN]:`): say so rather than guess.
+    let multi_process = out.iter().any(|f| f.family == "elastic-child-failed" || f.rank.is_some());
+    let worker_traceback = |h: &Finding| h.evidence.contains_key("failing_frame") && h.family != "elastic-child-failed";
+    if let Some(head) = out.first_mut().filter(|h| {
+        !only_collateral && h.role == Role::Initiating && h.rank.is_none() && multi_process && worker_traceback(h)
+    }) {
+        head.missing.push("Which rank raised this: the workers' lines carry no `[rankN]:` prefix in this log (torch before 2.3 does not add one)".into());
+        head.next_action = format!("{} To tie it to a rank, rerun with `torchrun --tee 3` (lines get `[default<local_rank>]:`) or set `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[${{rank}}]:'`.", head.next_action);
+    }
+    if only_collateral {
+        let head = &mut out[0];
+        head.missing.insert(0, "The traceback of the rank that failed first: this log holds only downstream reports (timeouts, closed connections, launcher summaries)".into());
+        if let Some(r) = head.rank {
+            head.next_action = format!("Collect rank {r}'s own output (its stderr, or rerun with `torchrun --tee 3` / `--redirects 3 --log-dir logs`) and diagnose that: this log shows only the echo of its failure. {}", head.next_action);
+        }
+    }
+    let timeline = timeline_order
+        .iter()
+        .map(|&k| {
+            let d = &merged[k];
+            let f = &d.finding;
+            let who = if !f.ranks.is_empty() {
+                format!("ranks {}", compress_ranks(&f.ranks))
+            } else if let Some(r) = f.rank {
+                format!("rank {r}")
+            } else {
+                "launcher".to_string()
+            };
+            let what = f.evidence.get("exception").map(value_text).unwrap_or_else(|| f.title.clone());
+            TimelineEntry {
+                time: d.ts.map(|t| t.clock()),
+                ranks: if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() },
+                finding: pos(k),
+                text: format!("{who}: {what} ({})", f.id),
+            }
+        })
+        .collect();
+    (init.map(pos), out, timeline)
+}
+
+/// When only echoes are present: the collateral rule reported by the most ranks (the
+/// cascade), which best locates the failure. Returns its first report.
+fn cascade(merged: &[Draft]) -> Option<usize> {
+    let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
+    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && d.finding.family != "elastic-child-failed")
+    {
+        let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
+        e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
+        e.1 += d.reports;
+    }
+    by_rule
+        .values()
+        .filter(|(rs, n, _)| rs.len() >= 2 || *n >= 2)
+        .max_by_key(|(rs, n, i)| (rs.len(), *n, std::cmp::Reverse(*i)))
+        .map(|(_, _, i)| *i)
+}
+
+/// The rank the echoes point at: the one rank whose report differs from all the others
+/// (it stood at another collective), else the one rank missing from the reports, else
+/// the launcher's root cause.
+fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
+    let id = &merged[i].finding.id;
+    let per_rank: Vec<&(u32, Option<String>)> =
+        merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
+    let mut frames: BTreeMap<Option<String>, BTreeSet<u32>> = BTreeMap::new();
+    for (r, f) in &per_rank {
+        frames.entry(f.clone()).or_default().insert(*r);
+    }
+    let reporting: BTreeSet<u32> = per_rank.iter().map(|(r, _)| *r).collect();
+    if frames.len() == 2 && reporting.len() >= 3 {
+        if let Some((_, rs)) = frames.iter().find(|(_, rs)| rs.len() == 1) {
+            return rs.first().copied();
+        }
+    }
+    let absent: Vec<u32> = ranks_seen.iter().filter(|r| !reporting.contains(r)).copied().collect();
+    if absent.len() == 1 && !reporting.is_empty() {
+        return absent.first().copied();
+    }
+    // A rank that logged an exception and carried on, before the echoes.
+    if let Some(r) = merged.iter().find(|d| d.handled && !d.collateral).and_then(|d| d.finding.rank) {
+        return Some(r);
+    }
+    merged.iter().find(|m| m.finding.family == "elastic-child-failed").and_then(|m| m.finding.rank)
+}

@@ -1,0 +1,150 @@
+//! Evidence: the facts a match and its stream give, as the report carries them.
+//!
+//! A template's captures go in as they are ([`captures_to_evidence`]); then a few facts
+//! are derived from them ([`derive`]): the ATen op and dispatch key behind a codegen
+//! wrapper, the device pair in the contract's order, and how fragmented a CUDA heap
+//! was. What the whole log showed beyond the kept windows (which needles occurred,
+//! whether ranks were seen) is [`LogFacts`].
+
+use serde_json::Value;
+
+use super::template::Match;
+use crate::report::Evidence;
+
+/// Evidence values captured by one match, merged into a map (`name[]` keys append).
+pub(crate) fn captures_to_evidence(m: &Match, ev: &mut Evidence) {
+    for (k, v) in &m.captures {
+        if let Some(list) = k.strip_suffix("[]") {
+            let entry = ev.entry(list.to_string()).or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(a) = entry {
+                a.push(v.clone());
+            }
+        } else {
+            ev.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// What is known about the whole log beyond the retained windows: which needles
+/// occurred anywhere, and whether ranks were seen.
+pub(crate) struct LogFacts<'a> {
+    /// The needles, in the order of `seen`.
+    pub needles: &'a [String],
+    pub seen: &'a [bool],
+    pub distributed: bool,
+}
+
+impl LogFacts<'_> {
+    /// Whether `needle` occurred anywhere in the log.
+    pub(crate) fn contains(&self, needle: &str) -> bool {
+        self.needles.iter().position(|n| n == needle).is_some_and(|i| self.seen.get(i).copied().unwrap_or(false))
+    }
+}
+
+/// Facts derived from captures.
+pub(crate) fn derive(ev: &mut Evidence) {
+    if let Some(Value::String(k)) = ev.get("kernel").cloned() {
+        let (key, op) = split_kernel(&k);
+        if let Some(key) = key {
+            ev.entry("dispatch_key".into()).or_insert(Value::from(key));
+        }
+        // Legacy TH wrappers: `_th_addmm` is addmm.
+        let op = op.trim_start_matches("_thnn_").trim_start_matches("_th_").to_string();
+        ev.entry("op".into()).or_insert(Value::from(op));
+    }
+    // Which device belongs to the named argument and which is the common one. Messages
+    // name them in different orders; `devices` keeps the message's order.
+    let dev = |ev: &Evidence, k: &str| ev.get(k).and_then(Value::as_str).map(str::to_string);
+    match (dev(ev, "argument_device"), dev(ev, "common_device")) {
+        (Some(a), Some(c)) => {
+            if !ev.contains_key("devices") {
+                ev.insert("devices".into(), Value::from(vec![a, c]));
+            }
+        }
+        _ => {
+            if let Some(Value::Array(d)) = ev.get("devices").cloned() {
+                if d.len() == 2 && ev.contains_key("argument") {
+                    ev.insert("common_device".into(), d[0].clone());
+                    ev.insert("argument_device".into(), d[1].clone());
+                }
+            }
+        }
+    }
+    // `but device 1 does not equal 0`: CUDA device indices.
+    if let (Some(a), Some(b)) =
+        (ev.get("device_index_a").and_then(Value::as_i64), ev.get("device_index_b").and_then(Value::as_i64))
+    {
+        ev.entry("devices".into()).or_insert(Value::from(vec![format!("cuda:{a}"), format!("cuda:{b}")]));
+        ev.remove("device_index_a");
+        ev.remove("device_index_b");
+    }
+    // CUDA heap fragmentation: reserved-but-unallocated memory that is large relative
+    // to the GPU makes `expandable_segments` the right advice.
+    let get = |k: &str| ev.get(k).and_then(Value::as_u64);
+    let unalloc =
+        get("unallocated_bytes").or_else(|| Some(get("reserved_bytes")?.saturating_sub(get("allocated_bytes")?)));
+    if let (Some(u), Some(total)) = (unalloc, get("total_bytes")) {
+        let tried = get("tried_bytes").unwrap_or(0);
+        // Large: a tenth of the card, or enough to serve the request and a
+        // twentieth of the card (PyTorch's own hint says only "large").
+        let high = total > 0 && (u * 10 >= total || (tried > 0 && u >= tried && u * 20 >= total));
+        ev.insert("fragmentation".into(), Value::from(if high { "high" } else { "low" }));
+        ev.insert("reserved_unallocated_bytes".into(), Value::from(u));
+        ev.insert("reserved_unallocated".into(), Value::from(human_bytes(u)));
+    }
+}
+
+/// Bytes as the CUDA allocator prints them: `512.00 KiB`, `20.00 MiB`, `1.25 GiB`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if n <= 1024 {
+        format!("{n} bytes")
+    } else if f <= K * K {
+        format!("{:.2} KiB", f / K)
+    } else if f <= K * K * K {
+        format!("{:.2} MiB", f / (K * K))
+    } else {
+        format!("{:.2} GiB", f / (K * K * K))
+    }
+}
+
+/// `wrapper_CUDA__index_select` → (Some("CUDA"), "index_select");
+/// `wrapper_addmm` → (None, "addmm"); `wrapper___cat` → (None, "_cat").
+pub(crate) fn split_kernel(k: &str) -> (Option<&str>, String) {
+    let Some(rest) = k.strip_prefix("wrapper_") else {
+        return (None, k.to_string());
+    };
+    let (key, rest) = match rest.split_once('_') {
+        Some((key, r)) if !key.is_empty() && key.chars().next().is_some_and(|c| c.is_ascii_uppercase()) => {
+            (Some(key), r)
+        }
+        _ => (None, rest),
+    };
+    let op = match rest.strip_prefix('_') {
+        Some(r) => r.to_string(),
+        None => rest.to_string(),
+    };
+    (key, op)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels() {
+        let table = [
+            ("wrapper_CUDA_nll_loss_forward", Some("CUDA"), "nll_loss_forward"),
+            ("wrapper_CUDA__index_select", Some("CUDA"), "index_select"),
+            ("wrapper_CUDA___embedding_bag", Some("CUDA"), "_embedding_bag"),
+            ("wrapper_addmm", None, "addmm"),
+            ("wrapper__index_select", None, "index_select"),
+            ("wrapper_SparseCUDA__addmm", Some("SparseCUDA"), "addmm"),
+            ("addmm", None, "addmm"),
+        ];
+        for (k, key, op) in table {
+            assert_eq!(split_kernel(k), (key, op.to_string()), "{k}");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Rules: the pack rule authors write, and what it does with the grammars' output.
+//!
+//! - [`pack`]: rule files deserialized, compiled and validated (located errors);
+//! - [`template`]: the message template language and its bounded matcher;
+//! - [`prefilter`]: the literal scan that decides where templates are tried;
+//! - [`matching`]: kept lines to streams, templates to events;
+//! - [`evidence`]: captures to evidence, derived facts, what the whole log showed;
+//! - [`conditions`]: `when` conditions of matches and cases;
+//! - [`text`]: placeholders in rule text.
+
+pub(crate) mod conditions;
+pub(crate) mod evidence;
+pub(crate) mod matching;
+pub(crate) mod pack;
+pub(crate) mod prefilter;
+pub(crate) mod template;
+pub(crate) mod text;

@@ -1,0 +1,95 @@
+//! The layering of `core/src`, stated as a test: data flows one way, from the faces
+//! down to ingest, and the report types are read by all and import none.
+//!
+//! Every `crate::<module>` path in a module's non-test code must name a lower layer
+//! (or the module itself). A cycle or an upward arrow fails here with the file and line.
+
+use std::path::{Path, PathBuf};
+
+/// Top-level modules, lowest first. `report` and `redact` import nothing of the crate.
+const LAYERS: &[&[&str]] =
+    &[&["report", "redact"], &["ingest"], &["grammar"], &["rules"], &["infer"], &["engine"], &["authoring"]];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module a file belongs to: its first path component under `src/`.
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The file's lines before its unit-test module.
+fn non_test_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+        .unwrap_or(lines.len());
+    lines.into_iter().take(end).enumerate().map(|(i, l)| (i + 1, l))
+}
+
+#[test]
+fn no_module_imports_a_higher_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for f in &files {
+        let module = module_of(&src, f);
+        if module == "lib" {
+            continue; // the crate root re-exports the curated surface
+        }
+        let Some(own) = layer_of(&module) else {
+            problems.push(format!("{}: module `{module}` has no layer in LAYERS", f.display()));
+            continue;
+        };
+        let text = std::fs::read_to_string(f).unwrap();
+        for (no, line) in non_test_lines(&text) {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(i) = rest.find("crate::") {
+                let after = &rest[i + 7..];
+                let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                rest = &after[name.len()..];
+                assert!(!name.is_empty(), "{}:{no}: write `use crate::x` paths one module at a time", f.display());
+                checked += 1;
+                if name == module || name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && module == "engine" {
+                    continue;
+                }
+                match layer_of(&name) {
+                    Some(l) if l < own => {}
+                    Some(_) => problems.push(format!(
+                        "{}:{no}: `{module}` (layer {own}) uses `crate::{name}` (layer {}), which is not below it",
+                        f.display(),
+                        layer_of(&name).unwrap_or(0)
+                    )),
+                    // Crate-root items (`crate::Engine`, `crate::VERSION`) are the engine's surface.
+                    None if own >= layer_of("engine").unwrap() => {}
+                    None => {
+                        problems.push(format!("{}:{no}: `{module}` uses the crate root `crate::{name}`", f.display()))
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 30, "the scan saw the crate's paths ({checked})");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
