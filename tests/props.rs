@@ -85,7 +85,7 @@ proptest! {
         let t = Template::parse("found at least two devices, {device:devices[]} and {device:devices[]}! (when checking argument for argument {ident:argument} in method wrapper_{int:n}) shapes ({shape:s})").unwrap();
         let text = format!("found at least two devices, {a} and {b}! (when checking argument for argument {arg} in method wrapper_{n}) shapes ({rows}x{cols})");
         let m = t.find(&text, 0).expect("the rendered template matches");
-        let get = |k: &str| m.captures.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+        let get = |k: &str| m.captures.iter().filter(|c| c.name == k.trim_end_matches("[]")).map(|c| c.value.clone()).collect::<Vec<_>>();
         prop_assert_eq!(get("devices[]"), vec![serde_json::Value::from(a), serde_json::Value::from(b)]);
         prop_assert_eq!(get("argument"), vec![serde_json::Value::from(arg)]);
         prop_assert_eq!(get("n"), vec![serde_json::Value::from(n)]);

@@ -73,10 +73,7 @@ fn op_keys(s: &str) -> Vec<String> {
 
 fn op_match(want: &str, f: &Finding) -> bool {
     let w = op_keys(want);
-    let got: Vec<String> = ["op", "kernel"]
-        .iter()
-        .flat_map(|k| op_keys(f.evidence.get(*k).and_then(Value::as_str).unwrap_or("")))
-        .collect();
+    let got: Vec<String> = ["op", "kernel"].iter().flat_map(|k| op_keys(f.evidence.text(k).unwrap_or(""))).collect();
     w.iter().any(|k| got.contains(k))
 }
 
@@ -101,12 +98,13 @@ fn compare(key: &str, want: &toml::Value, f: &Finding) -> (bool, String) {
         return (ok, format!("{got:?}"));
     }
     let got = ev.get(key);
-    let gs = got.and_then(Value::as_str).unwrap_or("");
+    let gs = got.as_ref().and_then(Value::as_str).unwrap_or("");
     let ws = want.as_str().unwrap_or("");
     match key {
         "exception" => (gs.rsplit('.').next() == ws.rsplit('.').next(), format!("{got:?}")),
         "devices" => {
             let mut g: Vec<String> = got
+                .as_ref()
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
                 .unwrap_or_default();
@@ -121,7 +119,7 @@ fn compare(key: &str, want: &toml::Value, f: &Finding) -> (bool, String) {
         "op" => (op_match(ws, f), format!("{:?}/{:?}", ev.get("op"), ev.get("kernel"))),
         "failing_code" => (norm_ws(gs) == norm_ws(ws), format!("{gs:?}")),
         "failing_frame" => (norm_frame(gs) == norm_frame(ws), format!("{gs:?}")),
-        _ => (got.map(|g| g.to_string()) == Some(toml_to_json(want).to_string()), format!("{got:?}")),
+        _ => (got.as_ref().map(|g| g.to_string()) == Some(toml_to_json(want).to_string()), format!("{got:?}")),
     }
 }
 

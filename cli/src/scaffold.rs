@@ -151,11 +151,11 @@ pub(crate) fn test(dir: &Option<PathBuf>, bless: bool) -> Result<ExitCode, Fail>
                         continue;
                     }
                     let mut t = toml_edit::Table::new();
-                    for (k, v) in &run.evidence {
+                    for (k, v) in run.evidence.iter() {
                         if k == "message" {
                             continue;
                         }
-                        if let Some(tv) = json_to_toml(v) {
+                        if let Some(tv) = json_to_toml(&v) {
                             t.insert(k, toml_edit::value(tv));
                         }
                     }

@@ -6,8 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
 use crate::report::Report;
 use crate::rules::pack::{self, compile_rule, line_col, Expect, Pack, Rule, RuleSource, Seg};
 use crate::rules::text;
@@ -77,7 +75,7 @@ pub struct ExampleRun {
     /// What differed, one line each (`evidence.argument: want "target", got "mat1"`).
     pub diffs: Vec<String>,
     /// The evidence the primary finding had (for `--bless`).
-    pub evidence: BTreeMap<String, Value>,
+    pub evidence: crate::Evidence,
     pub report: Option<Report>,
 }
 
@@ -301,7 +299,7 @@ pub fn run_example(engine: &Engine, rule: &Rule, ex: &pack::Example) -> ExampleR
                 Some(p) => {
                     for (k, want) in &ex.evidence {
                         let got = p.evidence.get(k);
-                        if got != Some(want) {
+                        if got.as_ref() != Some(want) {
                             diffs.push(format!(
                                 "evidence.{k}: want {want}, got {}",
                                 got.map(|g| g.to_string()).unwrap_or_else(|| "nothing".into())

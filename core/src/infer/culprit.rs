@@ -1,8 +1,6 @@
 //! The culprit of a device-placement failure: which tensor or module is on the wrong
 //! device, from the op-argument role table and the call on the failing line.
 
-use serde_json::Value;
-
 use crate::grammar::pycall;
 use crate::grammar::traceback::Frame;
 use crate::report::{Confidence, Evidence};
@@ -51,11 +49,8 @@ pub(super) fn device_culprit(
     log: &LogFacts<'_>,
     role_op: Option<&str>,
 ) -> Option<DeviceCulprit> {
-    let devices: Vec<String> = match ev.get("devices") {
-        Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    };
-    let s = |k: &str| ev.get(k).and_then(Value::as_str).map(str::to_string);
+    let devices: Vec<String> = ev.devices.clone().unwrap_or_default();
+    let s = |k: &str| ev.text(k).map(str::to_string);
     let argument = s("argument");
     let op = s("op");
     let code = s("failing_code").unwrap_or_default();
@@ -96,7 +91,7 @@ pub(super) fn device_culprit(
     }
     let audit = audit_snippet(&line);
     // Meta tensors: parameters never materialised.
-    if stray == "meta" || ev.get("message").and_then(Value::as_str).is_some_and(|m| m.contains("device meta")) {
+    if stray == "meta" || ev.message.as_deref().is_some_and(|m| m.contains("device meta")) {
         c.kind = "meta-weights".into();
         c.expr = if log.contains("load_state_dict") { Some("model.load_state_dict(state_dict)".into()) } else { None };
         c.summary = format!(

@@ -12,12 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::grammar::pycall;
-use crate::grammar::traceback::{self, Frame, Link, Traceback};
+use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
 use crate::report::{value_text, Confidence, Culprit, Evidence, Finding, Location, Role};
 use crate::rules::conditions::holds;
 use crate::rules::evidence::{captures_to_evidence, derive, LogFacts};
-use crate::rules::matching::{Event, Stream};
+use crate::rules::matching::{one_line, Event, Stream};
 use crate::rules::pack::{CaseSpec, CulpritSpec, Pack, Rule};
 use crate::rules::text::{self, Context};
 
@@ -28,9 +28,6 @@ pub(crate) use roles::roles;
 
 /// Id of the finding made for an exception no rule knows.
 pub(crate) const UNRECOGNIZED: &str = "unrecognized-exception";
-
-/// Longest `message` evidence, in characters.
-const MAX_MESSAGE: usize = 600;
 
 /// A finding before roles are assigned.
 #[derive(Clone, Debug)]
@@ -51,7 +48,7 @@ pub(crate) struct Draft {
 /// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
 pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) -> Vec<Draft> {
     let mut drafts = Vec::new();
-    let mut cache: BTreeMap<String, Finding> = BTreeMap::new();
+    let mut cache: BTreeMap<String, Bound> = BTreeMap::new();
     let mut chosen: Vec<BTreeMap<usize, Event>> = Vec::new();
     let mut loose: Vec<(usize, Event)> = Vec::new();
     for (si, s) in streams.iter().enumerate() {
@@ -128,151 +125,81 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
 
 /// Adds `from`'s captures whose keys `into` lacks (all elements of a list).
 fn merge_captures(into: &mut Event, from: &Event) {
-    let present: BTreeSet<String> = into.m.captures.iter().map(|(k, _)| k.clone()).collect();
-    for (k, v) in &from.m.captures {
-        if !present.contains(k) {
-            into.m.captures.push((k.clone(), v.clone()));
+    let present: BTreeSet<String> = into.m.captures.iter().map(|c| c.name.clone()).collect();
+    for c in &from.m.captures {
+        if !present.contains(&c.name) {
+            into.m.captures.push(c.clone());
         }
     }
 }
+
+/// A finding bound once per repeated failure, with the collateral verdict of its case.
+type Bound = (Finding, Option<bool>);
 
 fn from_event(
     pack: &Pack,
     s: &Stream<'_>,
     e: &Event,
     log: &LogFacts<'_>,
-    cache: &mut BTreeMap<String, Finding>,
+    cache: &mut BTreeMap<String, Bound>,
 ) -> Draft {
     let rule = &pack.rules()[e.rule];
-    // A message printed before its own frames (Streamlit's error panel: the message,
-    // then `Traceback:`) takes the exception-less traceback right after it.
-    let tb = e
-        .tb
-        .map(|t| &s.tracebacks[t])
-        .or_else(|| s.tracebacks.iter().find(|t| t.exception.is_none() && t.start > e.last && t.start <= e.last + 2));
+    let inc = s.incident(e);
     let mut ev = Evidence::new();
     captures_to_evidence(&e.m, &mut ev);
-    let (first, last) = match tb {
-        Some(t) => (t.start.min(e.first), t.end.max(e.last)),
-        None => (e.first, e.last),
-    };
-    // Exception and message.
-    if let Some(x) = tb.and_then(|t| t.exception.as_ref()) {
-        ev.insert("exception".into(), Value::from(x.short_class()));
-        ev.insert("message".into(), Value::from(clip(&flatten(&x.message))));
-    } else {
-        // A message outside a parsed traceback: the class is what precedes it on its
-        // line (a one-line paste, an application log line), the message what follows.
-        let line = &s.lines[e.first].text;
-        let col = e.m.start.saturating_sub(s.line_start(e.first)).min(line.len());
-        let col = (0..=col).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
-        let class = traceback::class_before(&line[..col])
-            .or_else(|| traceback::exception_line(line[..col].trim()).map(|(c, _)| c))
-            .or_else(|| {
-                // A C++ `terminate called after throwing an instance of 'T'` then `what():  msg`.
-                if !line.trim_start().starts_with("what():") {
-                    return None;
-                }
-                (e.first.saturating_sub(2)..e.first).rev().find_map(|i| traceback::terminate_class(&s.lines[i].text))
-            });
-        if let Some(class) = class {
-            ev.insert("exception".into(), Value::from(class.rsplit('.').next().unwrap_or(class)));
-        }
-        let mut text: Vec<&str> = vec![line[col..].trim()];
-        text.extend((e.first + 1..=e.last).map(|i| s.lines[i].text.trim()));
-        ev.insert("message".into(), Value::from(clip(&flatten(&text.join("\n")))));
-    }
-    let frames: Vec<&Frame> = tb.map(|t| s.chain_frames(t)).unwrap_or_default();
-    if let Some(f) = s.user_frame(tb) {
-        ev.insert("failing_frame".into(), Value::from(f.short()));
-        if let Some(code) = &f.code {
-            ev.insert("failing_code".into(), Value::from(code.clone()));
-        }
+    ev.exception = inc.exception.clone();
+    ev.message = inc.message.clone();
+    if let Some(f) = inc.user_frame {
+        ev.failing_frame = Some(f.short());
+        ev.failing_code = f.code.clone();
     }
     derive(&mut ev);
     scrub(&mut ev);
     if let Some(v) = &rule.spec.matches[e.template].torch {
-        ev.insert("torch_versions".into(), Value::from(v.clone()));
+        ev.insert("torch_versions", Value::from(v.clone()));
     }
-    let ts = (first..=last).find_map(|i| s.lines.get(i).and_then(|l| l.ts));
-    let location = s.span(first, last);
     let role_op = rule.spec.matches[e.template].role_op.as_deref();
-    let rank = s
-        .rank_at(e.first)
-        .or_else(|| tb.and_then(|t| s.rank_from_intro(t.start)))
-        .or_else(|| ev.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok()));
+    let rank = inc.rank.or_else(|| evidence_rank(&ev));
     // The same failure reported by many ranks is bound to its rule text once: later
     // reports reuse that text and keep only their own rank, place and location.
     let key = key_of(rule.id(), &ev);
     let place = place_of(&ev);
-    let finding = match cache.get(&key) {
-        Some(first) => {
-            let mut f = first.clone();
-            f.rank = rank;
-            f.location = location;
-            f
-        }
+    let (mut finding, case_collateral) = match cache.get(&key) {
+        Some((first, c)) => (first.clone(), *c),
         None => {
-            let f = bind(pack, rule, ev, &frames, log, rank, location, role_op);
-            cache.insert(key.clone(), f.clone());
-            f
+            let b = bind(pack, rule, ev, &inc.frames, log, rank, inc.location, role_op);
+            cache.insert(key.clone(), b.clone());
+            b
         }
     };
-    let handled = tb.is_some_and(|t| s.logged(t.start));
+    finding.rank = rank;
+    finding.location = inc.location;
     let per_rank = rank.map(|r| (r, place)).into_iter().collect();
-    let mut finding = finding;
-    let collateral = match finding.evidence.remove("collateral_by_evidence") {
-        Some(Value::Bool(b)) => b,
-        _ => rule.spec.collateral,
-    };
-    Draft { collateral, recognized: true, handled, ts, per_rank, reports: 1, key, finding }
+    let collateral = case_collateral.unwrap_or(rule.spec.collateral);
+    Draft { collateral, recognized: true, handled: inc.handled, ts: inc.ts, per_rank, reports: 1, key, finding }
+}
+
+/// A rank the message itself names (a launcher's root-cause block).
+fn evidence_rank(ev: &Evidence) -> Option<u32> {
+    ev.extra.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok())
 }
 
 fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
-    let members: Vec<&Traceback> = s.tracebacks.iter().filter(|t| t.chain == chain).collect();
-    // In a chain (`During handling ...`, `raise ... from ...`) the first exception is
-    // the original failure; the last one is what ended the program.
-    let top: Vec<&&Traceback> = members.iter().filter(|t| t.link != Link::Nested).collect();
-    let tb = top
-        .iter()
-        .find(|t| t.exception.is_some())
-        .copied()
-        .or_else(|| members.iter().find(|t| t.exception.is_some()))
-        .or_else(|| members.last())?;
-    let final_exc = top.iter().rev().find_map(|t| t.exception.as_ref()).filter(|x| Some(*x) != tb.exception.as_ref());
+    let (inc, final_exc) = s.chain_incident(chain)?;
     let mut ev = Evidence::new();
-    let x = tb.exception.as_ref();
-    if let Some(x) = x {
-        ev.insert("exception".into(), Value::from(x.short_class()));
-        ev.insert("message".into(), Value::from(clip(&flatten(&x.message))));
-    }
-    if x.is_none() && tb.frames.is_empty() {
-        return None;
-    }
-    // A traceback without an exception line is a cut paste only at the end of the log;
-    // elsewhere it is a stack printed on purpose (anomaly mode's forward trace, warnings).
-    if x.is_none() && s.tracebacks.iter().any(|t| t.start > tb.end) {
-        return None;
-    }
-    // Frames printed after their message belong to that message's finding.
-    if x.is_none() && s.events.iter().any(|e| e.tb.is_none() && tb.start > e.last && tb.start <= e.last + 2) {
-        return None;
-    }
+    ev.exception = inc.exception.clone();
+    ev.message = inc.message.clone();
     if let Some(fx) = final_exc {
-        ev.insert("final_exception".into(), Value::from(fx.short_class()));
-        ev.insert("final_message".into(), Value::from(clip(&flatten(&fx.message))));
+        ev.insert("final_exception", Value::from(fx.short_class()));
+        ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
     scrub(&mut ev);
-    let f = s.user_frame(Some(tb));
+    let f = inc.user_frame;
     if let Some(f) = f {
-        ev.insert("failing_frame".into(), Value::from(f.short()));
-        if let Some(code) = &f.code {
-            ev.insert("failing_code".into(), Value::from(code.clone()));
-        }
+        ev.failing_frame = Some(f.short());
+        ev.failing_code = f.code.clone();
     }
-    let first = members.iter().map(|t| t.start).min().unwrap_or(tb.start);
-    let last = members.iter().map(|t| t.end).max().unwrap_or(tb.end).min(s.lines.len() - 1);
-    let class = x.map(|x| x.short_class().to_string());
+    let class = inc.exception.clone();
     let title = match &class {
         Some(c) => format!("{c} that no torchdx rule recognises"),
         None => "A traceback cut short before its exception line".to_string(),
@@ -288,10 +215,10 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
         title,
         role: Role::Independent,
         collateral_of: None,
-        rank: s.rank_at(first).or_else(|| s.rank_from_intro(tb.start)),
+        rank: inc.rank,
         ranks: Vec::new(),
         confidence: Confidence::Possible,
-        location: s.span(first, last),
+        location: inc.location,
         evidence: ev,
         culprit: None,
         mechanism: "The grammars found a Python traceback, but no rule in the pack knows its message, so torchdx can only report what the traceback itself shows.".into(),
@@ -307,21 +234,28 @@ fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
         related: Vec::new(),
     };
     let key = dedupe_key(&finding);
-    let ts = s.lines.get(first).and_then(|l| l.ts);
-    let handled = s.logged(tb.start);
     let per_rank = per_rank_of(&finding);
-    Some(Draft { finding, collateral: false, recognized: false, handled, ts, per_rank, reports: 1, key })
+    Some(Draft {
+        finding,
+        collateral: false,
+        recognized: false,
+        handled: inc.handled,
+        ts: inc.ts,
+        per_rank,
+        reports: 1,
+        key,
+    })
 }
 
 /// Where a report says its rank stood: its failing frame, or for a collective timeout
 /// its sequence number (a rank at another collective is the straggler candidate).
 fn place_of(ev: &Evidence) -> Option<String> {
-    ev.get("failing_frame").map(value_text).or_else(|| ev.get("seq").map(|s| format!("seq {}", value_text(s))))
+    ev.failing_frame.clone().or_else(|| ev.extra.get("seq").map(|s| format!("seq {}", value_text(s))))
 }
 
 /// Identity of a failure across ranks: rule and message without numbers.
 pub(super) fn key_of(id: &str, ev: &Evidence) -> String {
-    let msg = ev.get("message").map(value_text).unwrap_or_default();
+    let msg = ev.message.as_deref().unwrap_or_default();
     let norm: String = msg.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
     format!("{id}\u{1}{norm}")
 }
@@ -329,12 +263,30 @@ pub(super) fn key_of(id: &str, ev: &Evidence) -> String {
 /// A report never repeats a credential the log happened to contain (a token in a
 /// failing command line, an `Authorization` header in an HTTP error message).
 fn scrub(ev: &mut Evidence) {
-    for v in ev.values_mut() {
+    let clean = |s: &mut String| {
+        let c = crate::redact::scrub_secrets(s);
+        if c != *s {
+            *s = c;
+        }
+    };
+    let texts = [
+        &mut ev.exception,
+        &mut ev.message,
+        &mut ev.argument,
+        &mut ev.op,
+        &mut ev.kernel,
+        &mut ev.failing_frame,
+        &mut ev.failing_code,
+    ];
+    for t in texts.into_iter().flatten() {
+        clean(t);
+    }
+    for d in ev.devices.iter_mut().flatten() {
+        clean(d);
+    }
+    for v in ev.extra.values_mut() {
         if let Value::String(s) = v {
-            let clean = crate::redact::scrub_secrets(s);
-            if clean != *s {
-                *s = clean;
-            }
+            clean(s);
         }
     }
 }
@@ -348,20 +300,6 @@ fn dedupe_key(f: &Finding) -> String {
     key_of(&f.id, &f.evidence)
 }
 
-/// Whitespace-normalised one-line text.
-fn flatten(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn clip(s: &str) -> String {
-    if s.chars().count() <= MAX_MESSAGE {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(MAX_MESSAGE).collect();
-    out.push_str(" ...");
-    out
-}
-
 /// Rule text bound to the evidence: culprit, case, placeholders.
 #[allow(clippy::too_many_arguments)]
 fn bind(
@@ -373,20 +311,20 @@ fn bind(
     rank: Option<u32>,
     location: Location,
     role_op: Option<&str>,
-) -> Finding {
-    let mut ctx: Context = ev.clone();
+) -> Bound {
+    let mut ctx: Context = ev.to_map();
     // A rank the message itself names (a launcher's root-cause block) stands in for
     // the stream's when the line carried no rank prefix.
-    let rank = rank.or_else(|| ev.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok()));
+    let rank = rank.or_else(|| evidence_rank(&ev));
     if let Some(r) = rank {
         ctx.insert("rank".into(), Value::from(r));
     }
     // The failing line's outermost call, for rule text (`{code_arg1}` is the loss target).
-    if let Some(code) = ev.get("failing_code").and_then(Value::as_str).map(str::to_string) {
+    if let Some(code) = ev.failing_code.clone() {
         let line = pycall::parse_line(&code);
         // A message that names one device, raised by a move on the failing line
         // (`model.to("cpu")` → meta to cpu): the move's target is the other device.
-        if let Some(Value::Array(devs)) = ev.get("devices") {
+        if let Some(devs) = ev.devices.clone() {
             if devs.len() == 1 {
                 let target = line.calls.iter().filter(|k| k.name() == "to" || k.name() == "to_empty").find_map(|k| {
                     k.args
@@ -396,9 +334,9 @@ fn bind(
                 });
                 if let Some(t) = target {
                     let mut d = devs.clone();
-                    d.push(Value::from(t));
-                    ev.insert("devices".into(), Value::Array(d.clone()));
-                    ctx.insert("devices".into(), Value::Array(d));
+                    d.push(t);
+                    ctx.insert("devices".into(), Value::from(d.clone()));
+                    ev.devices = Some(d);
                 }
             }
         }
@@ -466,13 +404,7 @@ fn bind(
             next_action = a.clone();
         }
     }
-    if let Some(Value::String(x)) = ev.get("exception") {
-        ev.insert("exception".into(), Value::from(x.clone()));
-    }
-    if let Some(c) = case.and_then(|c| c.collateral) {
-        ev.insert("collateral_by_evidence".into(), Value::from(c));
-    }
-    Finding {
+    let finding = Finding {
         id: rule.id().to_string(),
         family: rule.family().to_string(),
         title: text::render_lossy(&pick(|c| c.title.as_ref(), &rule.spec.title), &ctx),
@@ -492,5 +424,6 @@ fn bind(
         missing,
         next_action,
         related: rule.spec.related.clone(),
-    }
+    };
+    (finding, case.and_then(|c| c.collateral))
 }

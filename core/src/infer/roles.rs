@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::Draft;
-use crate::report::{compress_ranks, value_text, Confidence, Finding, Role, TimelineEntry};
+use crate::report::{compress_ranks, Confidence, Finding, Role, TimelineEntry};
 
 /// Merges the same failure reported by several ranks, assigns roles and orders the
 /// findings: initiating first, then in order of appearance.
@@ -83,7 +83,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
             if let Some(r) = suspect {
                 let f = &mut merged[i].finding;
                 f.rank = Some(r);
-                f.evidence.insert("suspect_rank".into(), Value::from(r));
+                f.evidence.insert("suspect_rank", Value::from(r));
             }
             // An exception a rank caught and logged before the echoes began is the
             // likeliest origin: it is where that rank's code path diverged.
@@ -101,11 +101,11 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
                 let f = &mut merged[i].finding;
                 for k in ["failing_frame", "failing_code"] {
                     if let Some(v) = src.get(k) {
-                        f.evidence.insert(k.into(), v.clone());
+                        f.evidence.insert(k, v);
                     }
                 }
-                if let Some(m) = src.get("message") {
-                    f.evidence.insert("origin_message".into(), m.clone());
+                if let Some(m) = &src.message {
+                    f.evidence.insert("origin_message", Value::from(m.clone()));
                 }
                 f.missing.insert(0, format!("Whether the exception logged at line {line} (caught, then training went on) made this rank skip a collective the others entered"));
             }
@@ -169,7 +169,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
             } else {
                 "launcher".to_string()
             };
-            let what = f.evidence.get("exception").map(value_text).unwrap_or_else(|| f.title.clone());
+            let what = f.evidence.exception.clone().unwrap_or_else(|| f.title.clone());
             TimelineEntry {
                 time: d.ts.map(|t| t.clock()),
                 ranks: if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() },

@@ -3,11 +3,12 @@
 //! Field names and meanings follow `shared/contracts/report-v1.md` exactly; fields may
 //! be added (this crate adds `ranks`, `timeline`, `torch_versions` evidence), none renamed.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
+mod evidence;
 mod render;
+
+pub use evidence::Evidence;
 
 /// How sure a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
@@ -75,9 +76,6 @@ pub struct Culprit {
     pub expr: Option<String>,
     pub summary: String,
 }
-
-/// Evidence: only facts the log shows. Reserved keys are listed in the contract.
-pub type Evidence = BTreeMap<String, serde_json::Value>;
 
 /// One diagnosed failure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,23 +3,20 @@
 
 use std::fmt::Write;
 
-use super::{compress_ranks, value_text, Finding, Report, Role};
+use super::{compress_ranks, value_text, Evidence, Finding, Report, Role};
 
-/// Evidence keys shown first, in this order; the rest follow alphabetically.
-const KEY_ORDER: &[&str] =
-    &["exception", "message", "devices", "argument", "op", "kernel", "failing_frame", "failing_code"];
-
+/// Evidence as shown: the contract's reserved keys first, in their order, then the
+/// rest alphabetically.
 fn ordered_evidence(f: &Finding) -> Vec<(&str, String)> {
+    let ev = &f.evidence;
     let mut out: Vec<(&str, String)> = Vec::new();
-    for k in KEY_ORDER {
-        if let Some(v) = f.evidence.get(*k) {
-            out.push((k, value_text(v)));
+    for k in Evidence::RESERVED {
+        if let Some(v) = ev.get(k) {
+            out.push((k, value_text(&v)));
         }
     }
-    for (k, v) in &f.evidence {
-        if !KEY_ORDER.contains(&k.as_str()) {
-            out.push((k, value_text(v)));
-        }
+    for (k, v) in &ev.extra {
+        out.push((k, value_text(v)));
     }
     out
 }
@@ -51,7 +48,7 @@ impl Style {
 }
 
 fn who(f: &Finding) -> String {
-    if let Some(s) = f.evidence.get("suspect_rank").and_then(|v| v.as_u64()) {
+    if let Some(s) = f.evidence.extra.get("suspect_rank").and_then(|v| v.as_u64()) {
         let by = if f.ranks.len() > 1 {
             format!("reported by ranks {}", compress_ranks(&f.ranks))
         } else {

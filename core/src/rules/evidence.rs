@@ -11,16 +11,14 @@ use serde_json::Value;
 use super::template::Match;
 use crate::report::Evidence;
 
-/// Evidence values captured by one match, merged into a map (`name[]` keys append).
+/// Evidence values captured by one match: a list capture appends, a value capture
+/// sets its key unless an earlier capture did.
 pub(crate) fn captures_to_evidence(m: &Match, ev: &mut Evidence) {
-    for (k, v) in &m.captures {
-        if let Some(list) = k.strip_suffix("[]") {
-            let entry = ev.entry(list.to_string()).or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(a) = entry {
-                a.push(v.clone());
-            }
+    for c in &m.captures {
+        if c.list {
+            ev.push(&c.name, c.value.clone());
         } else {
-            ev.entry(k.clone()).or_insert_with(|| v.clone());
+            ev.insert_if_absent(&c.name, c.value.clone());
         }
     }
 }
@@ -43,44 +41,41 @@ impl LogFacts<'_> {
 
 /// Facts derived from captures.
 pub(crate) fn derive(ev: &mut Evidence) {
-    if let Some(Value::String(k)) = ev.get("kernel").cloned() {
+    if let Some(k) = ev.kernel.clone() {
         let (key, op) = split_kernel(&k);
         if let Some(key) = key {
-            ev.entry("dispatch_key".into()).or_insert(Value::from(key));
+            ev.insert_if_absent("dispatch_key", Value::from(key));
         }
         // Legacy TH wrappers: `_th_addmm` is addmm.
         let op = op.trim_start_matches("_thnn_").trim_start_matches("_th_").to_string();
-        ev.entry("op".into()).or_insert(Value::from(op));
+        ev.op.get_or_insert(op);
     }
     // Which device belongs to the named argument and which is the common one. Messages
     // name them in different orders; `devices` keeps the message's order.
-    let dev = |ev: &Evidence, k: &str| ev.get(k).and_then(Value::as_str).map(str::to_string);
+    let dev = |ev: &Evidence, k: &str| ev.text(k).map(str::to_string);
     match (dev(ev, "argument_device"), dev(ev, "common_device")) {
         (Some(a), Some(c)) => {
-            if !ev.contains_key("devices") {
-                ev.insert("devices".into(), Value::from(vec![a, c]));
-            }
+            ev.devices.get_or_insert(vec![a, c]);
         }
         _ => {
-            if let Some(Value::Array(d)) = ev.get("devices").cloned() {
-                if d.len() == 2 && ev.contains_key("argument") {
-                    ev.insert("common_device".into(), d[0].clone());
-                    ev.insert("argument_device".into(), d[1].clone());
+            if let Some(d) = ev.devices.clone() {
+                if d.len() == 2 && ev.argument.is_some() {
+                    ev.insert("common_device", Value::from(d[0].clone()));
+                    ev.insert("argument_device", Value::from(d[1].clone()));
                 }
             }
         }
     }
     // `but device 1 does not equal 0`: CUDA device indices.
-    if let (Some(a), Some(b)) =
-        (ev.get("device_index_a").and_then(Value::as_i64), ev.get("device_index_b").and_then(Value::as_i64))
-    {
-        ev.entry("devices".into()).or_insert(Value::from(vec![format!("cuda:{a}"), format!("cuda:{b}")]));
+    let int = |ev: &Evidence, k: &str| ev.extra.get(k).and_then(Value::as_i64);
+    if let (Some(a), Some(b)) = (int(ev, "device_index_a"), int(ev, "device_index_b")) {
+        ev.devices.get_or_insert(vec![format!("cuda:{a}"), format!("cuda:{b}")]);
         ev.remove("device_index_a");
         ev.remove("device_index_b");
     }
     // CUDA heap fragmentation: reserved-but-unallocated memory that is large relative
     // to the GPU makes `expandable_segments` the right advice.
-    let get = |k: &str| ev.get(k).and_then(Value::as_u64);
+    let get = |k: &str| ev.extra.get(k).and_then(Value::as_u64);
     let unalloc =
         get("unallocated_bytes").or_else(|| Some(get("reserved_bytes")?.saturating_sub(get("allocated_bytes")?)));
     if let (Some(u), Some(total)) = (unalloc, get("total_bytes")) {
@@ -88,9 +83,9 @@ pub(crate) fn derive(ev: &mut Evidence) {
         // Large: a tenth of the card, or enough to serve the request and a
         // twentieth of the card (PyTorch's own hint says only "large").
         let high = total > 0 && (u * 10 >= total || (tried > 0 && u >= tried && u * 20 >= total));
-        ev.insert("fragmentation".into(), Value::from(if high { "high" } else { "low" }));
-        ev.insert("reserved_unallocated_bytes".into(), Value::from(u));
-        ev.insert("reserved_unallocated".into(), Value::from(human_bytes(u)));
+        ev.insert("fragmentation", Value::from(if high { "high" } else { "low" }));
+        ev.insert("reserved_unallocated_bytes", Value::from(u));
+        ev.insert("reserved_unallocated", Value::from(human_bytes(u)));
     }
 }
 

@@ -18,7 +18,7 @@ use super::template::Match;
 use crate::grammar::elastic;
 use crate::grammar::traceback::{self, Frame, Link, Traceback};
 use crate::ingest::window::Kept;
-use crate::ingest::Line;
+use crate::ingest::{Line, Timestamp};
 use crate::report::{Evidence, Location};
 
 /// A blank line marking a gap between retained windows of one stream.
@@ -89,14 +89,21 @@ fn parse_stream<'l>(pack: &Pack, pre: &Prefilter, rank: Option<u32>, lines: Vec<
         hay.push_str(t);
         hay.push('\n');
     }
-    let events = match_events(pack, pre, &hay, &starts, &tracebacks);
+    let events = match_events(pack, pre, &hay, &starts, &texts, &tracebacks);
     let elastic = if hay.contains("local_rank") { elastic::entries(&texts) } else { Vec::new() };
     Stream { rank, lines, tracebacks, events, elastic, starts }
 }
 
 /// Runs the templates at the prefilter's hits and keeps the best non-overlapping
 /// matches.
-fn match_events(pack: &Pack, pre: &Prefilter, hay: &str, starts: &[usize], tbs: &[Traceback]) -> Vec<Event> {
+fn match_events(
+    pack: &Pack,
+    pre: &Prefilter,
+    hay: &str,
+    starts: &[usize],
+    texts: &[&str],
+    tbs: &[Traceback],
+) -> Vec<Event> {
     let rules = pack.rules();
     let mut cands: Vec<Event> = Vec::new();
     // Both anchors of a template usually hit: try each start once.
@@ -150,13 +157,8 @@ fn match_events(pack: &Pack, pre: &Prefilter, hay: &str, starts: &[usize], tbs: 
         if spec.exception.is_empty() {
             return true;
         }
-        let class = e.tb.and_then(|t| tbs[t].exception.as_ref()).map(|x| x.short_class().to_string()).or_else(|| {
-            let line_start = starts[e.first];
-            let before = &hay[line_start..e.m.start];
-            traceback::class_before(before)
-                .or_else(|| traceback::exception_line(before.trim()).map(|(c, _)| c))
-                .map(|c| c.rsplit('.').next().unwrap_or(c).to_string())
-        });
+        let line_at = |i: usize| texts.get(i).copied();
+        let class = exception_class(line_at, e.tb.map(|t| &tbs[t]), e.first, e.m.start - starts[e.first]);
         class.is_some_and(|c| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(c.as_str())))
     });
     // Conditions on a match's own captures.
@@ -166,7 +168,7 @@ fn match_events(pack: &Pack, pre: &Prefilter, hay: &str, starts: &[usize], tbs: 
             let mut ev = Evidence::new();
             captures_to_evidence(&e.m, &mut ev);
             derive(&mut ev);
-            holds_on_evidence(w, &ev)
+            holds_on_evidence(w, &ev.to_map())
         }
     });
     // Best first: priority, then specificity, then position.
@@ -251,6 +253,149 @@ impl Stream<'_> {
         let nos = || self.lines.get(first.min(last)..=last).into_iter().flatten().map(|l| l.no).filter(|&n| n > 0);
         let line = nos().min().unwrap_or(1);
         Location { line, end_line: nos().max().unwrap_or(line) }
+    }
+}
+
+/// The exception class a message belongs to, without its module: the one lookup, for
+/// the match-time `exception` filter and for the evidence alike. The owning traceback's
+/// exception line; else, outside a parsed traceback, what precedes the message on its
+/// line (a one-line paste, an application log line); else, for a C++ `what():` line,
+/// the class of the `terminate called after throwing an instance of 'T'` above it.
+/// `col` is the message's byte offset in line `first`.
+pub(crate) fn exception_class<'a>(
+    line_at: impl Fn(usize) -> Option<&'a str>,
+    tb: Option<&Traceback>,
+    first: usize,
+    col: usize,
+) -> Option<String> {
+    if let Some(x) = tb.and_then(|t| t.exception.as_ref()) {
+        return Some(x.short_class().to_string());
+    }
+    let line = line_at(first)?;
+    let col = (0..=col.min(line.len())).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
+    let before = &line[..col];
+    let class = traceback::class_before(before)
+        .or_else(|| traceback::exception_line(before.trim()).map(|(c, _)| c))
+        .or_else(|| {
+            if !line.trim_start().starts_with("what():") {
+                return None;
+            }
+            (first.saturating_sub(2)..first).rev().find_map(|i| line_at(i).and_then(traceback::terminate_class))
+        })?;
+    Some(class.rsplit('.').next().unwrap_or(class).to_string())
+}
+
+/// Longest `message` evidence, in characters.
+const MAX_MESSAGE: usize = 600;
+
+/// Whitespace-normalised one-line text, cut at [`MAX_MESSAGE`] characters.
+pub(crate) fn one_line(s: &str) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= MAX_MESSAGE {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(MAX_MESSAGE).collect();
+    out.push_str(" ...");
+    out
+}
+
+/// One failure placed in its stream, computed once: the lines and traceback it spans,
+/// its rank, exception and message, the frames of its chain and the user's frame among
+/// them, whether a logger printed it, its time.
+#[derive(Debug)]
+pub(crate) struct Incident<'s> {
+    /// Input lines it covers.
+    pub location: Location,
+    pub rank: Option<u32>,
+    pub exception: Option<String>,
+    pub message: Option<String>,
+    /// Frames of its traceback chain.
+    pub frames: Vec<&'s Frame>,
+    pub user_frame: Option<&'s Frame>,
+    /// Printed by a logger and survived (`logger.exception(...)` then carried on).
+    pub handled: bool,
+    pub ts: Option<Timestamp>,
+}
+
+impl<'s> Stream<'s> {
+    /// The incident of a template match.
+    pub(crate) fn incident(&'s self, e: &Event) -> Incident<'s> {
+        // A message printed before its own frames (Streamlit's error panel: the
+        // message, then `Traceback:`) takes the exception-less traceback right after it.
+        let tb = e.tb.map(|t| &self.tracebacks[t]).or_else(|| {
+            self.tracebacks.iter().find(|t| t.exception.is_none() && t.start > e.last && t.start <= e.last + 2)
+        });
+        let (first, last) = match tb {
+            Some(t) => (t.start.min(e.first), t.end.max(e.last)),
+            None => (e.first, e.last),
+        };
+        let line_at = |i: usize| self.lines.get(i).map(|l| l.text.as_str());
+        let col = e.m.start.saturating_sub(self.line_start(e.first));
+        let exception = exception_class(line_at, tb, e.first, col);
+        let message = match tb.and_then(|t| t.exception.as_ref()) {
+            Some(x) => one_line(&x.message),
+            None => {
+                // Outside a parsed traceback the message is what follows its class.
+                let line = self.lines[e.first].text.as_str();
+                let col = (0..=col.min(line.len())).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
+                let mut text: Vec<&str> = vec![line[col..].trim()];
+                text.extend((e.first + 1..=e.last).map(|i| self.lines[i].text.trim()));
+                one_line(&text.join("\n"))
+            }
+        };
+        Incident {
+            location: self.span(first, last),
+            rank: self.rank_at(e.first).or_else(|| tb.and_then(|t| self.rank_from_intro(t.start))),
+            exception,
+            message: Some(message),
+            frames: tb.map(|t| self.chain_frames(t)).unwrap_or_default(),
+            user_frame: self.user_frame(tb),
+            handled: tb.is_some_and(|t| self.logged(t.start)),
+            ts: (first..=last).find_map(|i| self.lines.get(i).and_then(|l| l.ts)),
+        }
+    }
+
+    /// The incident of a traceback chain no template matched, if it is one: a chain with
+    /// an exception, or frames cut short at the end of the log. In a chain (`During
+    /// handling ...`, `raise ... from ...`) the first exception is the original failure;
+    /// `final` is the last one, what ended the program, when it differs.
+    pub(crate) fn chain_incident(&'s self, chain: usize) -> Option<(Incident<'s>, Option<&'s traceback::Exception>)> {
+        let members: Vec<&Traceback> = self.tracebacks.iter().filter(|t| t.chain == chain).collect();
+        let top: Vec<&&Traceback> = members.iter().filter(|t| t.link != Link::Nested).collect();
+        let tb = top
+            .iter()
+            .find(|t| t.exception.is_some())
+            .copied()
+            .or_else(|| members.iter().find(|t| t.exception.is_some()))
+            .or_else(|| members.last())?;
+        let x = tb.exception.as_ref();
+        if x.is_none() && tb.frames.is_empty() {
+            return None;
+        }
+        // A traceback without an exception line is a cut paste only at the end of the
+        // log; elsewhere it is a stack printed on purpose (anomaly mode's forward trace,
+        // warnings).
+        if x.is_none() && self.tracebacks.iter().any(|t| t.start > tb.end) {
+            return None;
+        }
+        // Frames printed after their message belong to that message's finding.
+        if x.is_none() && self.events.iter().any(|e| e.tb.is_none() && tb.start > e.last && tb.start <= e.last + 2) {
+            return None;
+        }
+        let last_exc = top.iter().rev().find_map(|t| t.exception.as_ref()).filter(|f| Some(*f) != x);
+        let first = members.iter().map(|t| t.start).min().unwrap_or(tb.start);
+        let last = members.iter().map(|t| t.end).max().unwrap_or(tb.end).min(self.lines.len() - 1);
+        let incident = Incident {
+            location: self.span(first, last),
+            rank: self.rank_at(first).or_else(|| self.rank_from_intro(tb.start)),
+            exception: x.map(|x| x.short_class().to_string()),
+            message: x.map(|x| one_line(&x.message)),
+            frames: Vec::new(),
+            user_frame: self.user_frame(Some(tb)),
+            handled: self.logged(tb.start),
+            ts: self.lines.get(first).and_then(|l| l.ts),
+        };
+        Some((incident, last_exc))
     }
 }
 

@@ -50,6 +50,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The evidence a capture of this kind fills besides its own key, as
+    /// `(key, list)`: `{size:tried}` also gives `tried_bytes`, a tensor type's dtype
+    /// goes to the `dtypes` list. `{name}` in a key is the capture's name.
+    pub const fn derived(self) -> &'static [(&'static str, bool)] {
+        match self {
+            Kind::Size => &[("{name}_bytes", false)],
+            Kind::TensorType => &[("dtypes", true)],
+            _ => &[],
+        }
+    }
+
     /// Every kind with its name in the template language.
     pub const ALL: [(Kind, &'static str); 13] = [
         (Kind::Device, "device"),
@@ -120,14 +131,32 @@ impl fmt::Display for TemplateError {
 
 impl std::error::Error for TemplateError {}
 
+/// One captured value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capture {
+    /// The evidence key it fills.
+    pub name: String,
+    /// Whether it appends to a list (`{device:devices[]}`) rather than sets a value.
+    pub list: bool,
+    /// The value.
+    pub value: Value,
+}
+
+impl Capture {
+    fn new(name: &str, list: bool, value: Value) -> Capture {
+        Capture { name: name.to_string(), list, value }
+    }
+}
+
 /// A successful match.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Match {
     /// Byte range in the haystack.
     pub start: usize,
+    /// End of the byte range (exclusive).
     pub end: usize,
     /// Captured values in capture order; list captures appear once per element.
-    pub captures: Vec<(String, Value)>,
+    pub captures: Vec<Capture>,
     /// Literal bytes matched: how specific this match is.
     pub literal_len: usize,
 }
@@ -524,7 +553,7 @@ struct Cont<'p> {
 struct Matcher<'h> {
     hay: &'h str,
     steps: u32,
-    caps: Vec<(String, Value)>,
+    caps: Vec<Capture>,
     lit: usize,
     /// Running out of input counts as success (see [`Template::could_match_at`]).
     partial: bool,
@@ -598,32 +627,28 @@ impl<'h> Matcher<'h> {
         }
         let s = &self.hay[pos..];
         let ncaps = self.caps.len();
-        let key = |n: &str| if list { format!("{n}[]") } else { n.to_string() };
-        if kind == Kind::Text || kind == Kind::Any {
-            // Lazy: the shortest non-empty text after which the rest matches; `text`
-            // stays on one line, `any` may cross line breaks.
-            let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
-            let last = cont_exhausted(next);
-            let mut ends: Vec<usize> =
-                s[..floor_boundary(s, line_end)].char_indices().map(|(k, c)| k + c.len_utf8()).collect();
-            if last {
-                ends = ends.last().copied().into_iter().collect();
+        // Lazy: the shortest non-empty text after which the rest matches; `text` stays
+        // on one line, `any` may cross line breaks.
+        let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
+        let last = cont_exhausted(next);
+        let mut ends: Vec<usize> =
+            s[..floor_boundary(s, line_end)].char_indices().map(|(k, c)| k + c.len_utf8()).collect();
+        if last {
+            ends = ends.last().copied().into_iter().collect();
+        }
+        for e in ends {
+            let t = s[..e].trim();
+            if t.is_empty() {
+                continue;
             }
-            for e in ends {
-                let t = s[..e].trim();
-                if t.is_empty() {
-                    continue;
-                }
-                self.caps.push((key(name), Value::String(t.to_string())));
-                if let Some(r) = self.run(next, pos + e) {
-                    return Some(r);
-                }
-                self.caps.truncate(ncaps);
-                if self.steps > STEP_BUDGET {
-                    return None;
-                }
+            self.caps.push(Capture::new(name, list, Value::String(t.to_string())));
+            if let Some(r) = self.run(next, pos + e) {
+                return Some(r);
             }
-            return None;
+            self.caps.truncate(ncaps);
+            if self.steps > STEP_BUDGET {
+                return None;
+            }
         }
         None
     }
@@ -647,55 +672,57 @@ impl<'h> Matcher<'h> {
             (&self.hay[pos..], None)
         };
         let ncaps = self.caps.len();
-        let key = |n: &str| if list { format!("{n}[]") } else { n.to_string() };
-        let (rest, vals): (&str, Vec<(String, Value)>) = match kind {
+        let (rest, value, extra): (&str, Value, Option<Value>) = match kind {
             Kind::Device => {
                 let (r, d) = atoms::device(s).ok()?;
-                (r, vec![(key(name), Value::String(d))])
+                (r, Value::String(d), None)
             }
             Kind::TensorType => {
                 let (r, (d, t)) = atoms::tensortype(s).ok()?;
-                (r, vec![(key(name), Value::String(d)), ("dtypes[]".into(), Value::String(t))])
+                (r, Value::String(d), Some(Value::String(t)))
             }
             Kind::Dtype => {
                 let (r, d) = atoms::dtype(s).ok()?;
-                (r, vec![(key(name), Value::String(d))])
+                (r, Value::String(d), None)
             }
             Kind::Shape => {
                 let (r, d) = atoms::shape(s).ok()?;
-                (r, vec![(key(name), Value::from(d))])
+                (r, Value::from(d), None)
             }
             Kind::Size => {
                 let (r, (txt, bytes)) = atoms::size(s).ok()?;
-                (r, vec![(key(name), Value::String(txt)), (format!("{name}_bytes"), Value::from(bytes))])
+                (r, Value::String(txt), Some(Value::from(bytes)))
             }
             Kind::Int => {
                 let (r, v) = atoms::int(s).ok()?;
-                (r, vec![(key(name), Value::from(v))])
+                (r, Value::from(v), None)
             }
             Kind::Num => {
                 let (r, v) = atoms::num(s).ok()?;
-                (r, vec![(key(name), Value::String(v.to_string()))])
+                (r, Value::String(v.to_string()), None)
             }
             Kind::Ident => {
                 let (r, v) = atoms::ident(s).ok()?;
-                (r, vec![(key(name), Value::String(v.to_string()))])
+                (r, Value::String(v.to_string()), None)
             }
             Kind::Qualname => {
                 let (r, v) = atoms::qualname(s).ok()?;
-                (r, vec![(key(name), Value::String(v.to_string()))])
+                (r, Value::String(v.to_string()), None)
             }
             Kind::Path => {
                 let (r, v) = atoms::path(s).ok()?;
-                (r, vec![(key(name), Value::String(v.to_string()))])
+                (r, Value::String(v.to_string()), None)
             }
             Kind::Word => {
                 let (r, v) = atoms::word(s).ok()?;
-                (r, vec![(key(name), Value::String(v.to_string()))])
+                (r, Value::String(v.to_string()), None)
             }
-            Kind::Text | Kind::Any => unreachable_text(),
+            Kind::Text | Kind::Any => return None,
         };
-        self.caps.extend(vals);
+        self.caps.push(Capture::new(name, list, value));
+        if let (Some(v), Some(&(key, list))) = (extra, kind.derived().first()) {
+            self.caps.push(Capture::new(&key.replace("{name}", name), list, v));
+        }
         let consumed = s.len() - rest.len();
         let end = orig.map_or(pos + consumed, |o| o[consumed]);
         let r = self.run(next, end);
@@ -709,10 +736,6 @@ impl<'h> Matcher<'h> {
 /// Whether nothing remains to match after this point of the template.
 fn cont_exhausted(c: &Cont<'_>) -> bool {
     c.seq.is_empty() && c.next.is_none_or(cont_exhausted)
-}
-
-fn unreachable_text() -> (&'static str, Vec<(String, Value)>) {
-    ("", Vec::new())
 }
 
 /// Shortest line a terminal wraps: a break in a shorter line is a real line end.
@@ -924,8 +947,10 @@ mod tests {
 
     use super::*;
 
+    /// Captures as `(name, value)`, a list capture's name written `name[]`.
     fn caps(t: &str, hay: &str) -> Vec<(String, Value)> {
-        Template::parse(t).unwrap().find(hay, 0).expect("match").captures
+        let m = Template::parse(t).unwrap().find(hay, 0).expect("match");
+        m.captures.into_iter().map(|c| (if c.list { format!("{}[]", c.name) } else { c.name }, c.value)).collect()
     }
 
     #[test]
