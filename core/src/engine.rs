@@ -22,9 +22,6 @@ use crate::rules::pack::Pack;
 use crate::rules::pack::{PackError, RuleSource};
 use crate::rules::prefilter::{Prefilter, Scan};
 
-/// Texts inference itself asks about anywhere in the log.
-const INFER_NEEDLES: &[&str] = &["load_state_dict", "LOCAL_RANK", "local_rank", "init_process_group"];
-
 /// The built-in rule pack's sources.
 #[cfg(feature = "builtin")]
 pub fn builtin_sources() -> Vec<RuleSource<'static>> {
@@ -68,13 +65,17 @@ impl Engine {
 
     /// An engine over any compiled pack.
     pub fn new(pack: Pack) -> Engine {
-        let mut needles: Vec<String> = INFER_NEEDLES.iter().map(|s| s.to_string()).collect();
+        // Texts asked about anywhere in the log: by the facts rules declare, and by
+        // their cases' `log_contains`.
+        let mut needles: Vec<String> = Vec::new();
+        if pack.rules().iter().any(|r| r.spec.facts.iter().any(|g| g == crate::rules::facts::DEVICE_PLACEMENT)) {
+            needles.extend(infer::facts::DEVICE_PLACEMENT_NEEDLES.iter().map(|s| s.to_string()));
+        }
         for r in pack.rules() {
-            for c in &r.spec.cases {
-                for n in &c.when.log_contains {
-                    if !n.is_empty() && !needles.contains(n) {
-                        needles.push(n.clone());
-                    }
+            let whens = r.spec.cases.iter().map(|c| &c.when).chain(r.spec.culprit_cases.iter().map(|c| &c.when));
+            for n in whens.flat_map(|w| w.log_texts()) {
+                if !n.is_empty() && !needles.iter().any(|x| x == n) {
+                    needles.push(n.to_string());
                 }
             }
         }
@@ -109,7 +110,8 @@ impl Engine {
 
     /// Starts an incremental diagnosis: feed chunks of any size, then finish.
     pub fn stream(&self) -> Diagnoser<'_> {
-        Diagnoser { engine: self, window: Window::new(self.prefilter.needles().len()) }
+        let continuations = self.pack.continuations().to_vec();
+        Diagnoser { engine: self, window: Window::new(self.prefilter.needles().len(), continuations) }
     }
 
     /// The literals the streaming scan searches for (anchors, structure, needles): what a
@@ -148,8 +150,14 @@ impl Diagnoser<'_> {
         let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
         let log = LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty() };
         let drafts = infer::findings(&e.pack, &streams, &log);
-        let (initiating, findings, timeline) = infer::roles(drafts, &input.ranks);
-        Report { schema: SCHEMA.to_string(), input, initiating, findings, timeline }
+        let roles = infer::roles(drafts, &input.ranks, e.pack.notices());
+        Report {
+            schema: SCHEMA.to_string(),
+            input,
+            initiating: roles.initiating,
+            findings: roles.findings,
+            timeline: roles.timeline,
+        }
     }
 }
 

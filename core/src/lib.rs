@@ -58,7 +58,7 @@ mod rules;
 #[cfg(feature = "builtin")]
 pub use engine::{builtin_pack, builtin_sources};
 pub use engine::{Diagnoser, Engine};
-pub use report::{Confidence, Culprit, Evidence, Finding, Input, Location, Report, Role, TimelineEntry, SCHEMA};
+pub use report::{Confidence, Culprit, Evidence, Finding, Input, Location, Report, Role, TimelineEntry, Trace, SCHEMA};
 pub use rules::pack::{Pack, PackError, Rule, RuleSource};
 
 /// The crate version.
@@ -67,11 +67,13 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The rule file format: what a rule file deserializes into (and its JSON Schema, with
 /// the `schema` feature). Read-only for embedders; rule authors write TOML.
 pub mod spec {
-    pub use crate::rules::pack::{
-        is_kebab, ArgRole, CaseSpec, CulpritSpec, Example, Expect, MatchSpec, OneOrMany, OpSpec, RuleSpec, When,
-    };
+    pub use crate::rules::pack::is_kebab;
     #[cfg(feature = "schema")]
-    pub use crate::rules::pack::{ops_schema, rule_schema};
+    pub use crate::rules::spec::{families_schema, ingest_schema, notices_schema, ops_schema, rule_schema};
+    pub use crate::rules::spec::{
+        ArgRole, CaseSpec, CulpritCase, CulpritSpec, Example, Expect, FamilySpec, MatchSpec, NoticeSpec, OneOrMany,
+        OpSpec, RuleSpec, When, CASE_KEYS, CULPRIT_CASE_KEYS, EXAMPLE_KEYS, MATCH_KEYS, RULE_KEYS,
+    };
 }
 
 /// Building blocks for the fuzz targets, property tests and benchmarks of this

@@ -93,3 +93,81 @@ fn no_module_imports_a_higher_layer() {
     assert!(checked > 30, "the scan saw the crate's paths ({checked})");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// String literals of a line (`"..."`, escapes kept as written).
+fn literals(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut end = None;
+        let mut escaped = false;
+        for (j, d) in chars.by_ref() {
+            if escaped {
+                escaped = false;
+            } else if d == '\\' {
+                escaped = true;
+            } else if d == '"' {
+                end = Some(j);
+                break;
+            }
+        }
+        if let Some(j) = end {
+            out.push(line[i + 1..j].to_string());
+        }
+    }
+    out
+}
+
+/// Rule knowledge lives in rule files: no rule id, family id or template wording of
+/// the built-in pack is spelled in `core/src` outside tests (a rule author must be able
+/// to change every diagnostic decision without touching Rust). The scaffold of a new
+/// rule is itself a rule file's text, and is exempt.
+#[test]
+fn no_rule_id_family_or_message_wording_in_core() {
+    let pack = torchdx_core::builtin_pack().expect("the built-in pack");
+    let mut ids: Vec<String> = pack.rules().iter().map(|r| r.id().to_string()).collect();
+    ids.extend(pack.families().iter().map(|f| f.id.clone()));
+    // Distinctive pieces of every template: its literal text up to the first capture,
+    // when that is at least three words long.
+    let mut wordings: Vec<String> = Vec::new();
+    for r in pack.rules() {
+        for m in &r.spec.matches {
+            let lead: String = m.template.split(['{']).next().unwrap_or("").trim().to_string();
+            if lead.split_whitespace().count() >= 3 && lead.len() >= 16 {
+                wordings.push(lead);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for f in files.iter().filter(|f| !f.ends_with("authoring/scaffold.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (no, line) in non_test_lines(&text) {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for lit in literals(line) {
+                seen += 1;
+                if ids.contains(&lit) {
+                    problems.push(format!("{}:{no}: the rule or family id \"{lit}\"", f.display()));
+                }
+                // A template's wording in Rust, whole or in part.
+                let words = lit.split_whitespace().count();
+                if let Some(w) = wordings
+                    .iter()
+                    .find(|w| lit.contains(w.as_str()) || (words >= 3 && lit.len() >= 16 && w.contains(&lit)))
+                {
+                    problems.push(format!("{}:{no}: the message wording \"{w}\"", f.display()));
+                }
+            }
+        }
+    }
+    assert!(seen > 200 && ids.len() > 80 && wordings.len() > 50, "the scan saw literals {seen}, ids {}", ids.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

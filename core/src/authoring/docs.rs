@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use crate::rules::pack::{Expect, Pack, Rule};
+use crate::rules::facts::{self, Provider};
+use crate::rules::pack::{Pack, Rule};
+use crate::rules::spec::Expect;
 use crate::rules::text::render_docs;
 
 /// A rule's encyclopedia entry as Markdown (used by `explain` and `docs/rules/`).
@@ -88,31 +90,82 @@ fn first_line(s: &str) -> &str {
     s.trim().lines().next().unwrap_or("")
 }
 
-/// The generated docs: one page per rule plus the hub, as (file name, text).
+/// The generated docs: one page per rule, the keys page and the hub (grouped by the
+/// families' areas), as (file name, text).
 pub fn files(pack: &Pack) -> Vec<(String, String)> {
     let mut files = Vec::new();
     let mut hub = String::from(
-        "# The torchdx encyclopedia\n\nGenerated from `rules/` by `torchdx rules docs`; do not edit by hand.\n\n| family | rule | symptom | mechanism | first check | fix |\n|---|---|---|---|---|---|\n",
+        "# The torchdx encyclopedia\n\nGenerated from `rules/` by `torchdx rules docs`; do not edit by hand. \
+         The keys rule text and conditions can use are in [facts.md](facts.md).\n",
     );
+    let area_of = |family: &str| {
+        pack.families().iter().find(|f| f.id == family).map(|f| f.area.clone()).unwrap_or_else(|| "ungrouped".into())
+    };
+    let mut areas: Vec<String> = pack.families().iter().map(|f| f.area.clone()).collect();
+    areas.push("ungrouped".into());
+    let mut seen = std::collections::BTreeSet::new();
+    areas.retain(|a| seen.insert(a.clone()));
     let mut rules: Vec<_> = pack.rules().iter().collect();
     rules.sort_by(|a, b| (a.family(), a.id()).cmp(&(b.family(), b.id())));
-    for r in rules {
-        let s = &r.spec;
-        let cell = |t: &str| render_docs(t.trim().lines().next().unwrap_or("")).replace('|', "\\|");
-        let symptom = s.matches.first().map(|m| m.template.replace('`', "'")).unwrap_or_default();
-        let symptom: String = symptom.chars().take(90).collect();
-        hub.push_str(&format!(
-            "| {} | [{}]({}.md) | `{}` | {} | {} | {} |\n",
-            r.family(),
-            r.id(),
-            r.id(),
-            symptom.replace('|', "\\|"),
-            cell(&s.summary),
-            cell(s.checklist.first().map(String::as_str).unwrap_or("")),
-            cell(&s.fix)
-        ));
+    for area in areas {
+        let in_area: Vec<_> = rules.iter().filter(|r| area_of(r.family()) == area).collect();
+        if in_area.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            hub,
+            "\n## {area}\n\n| family | rule | symptom | mechanism | first check | fix |\n|---|---|---|---|---|---|\n"
+        );
+        for r in in_area {
+            let s = &r.spec;
+            let cell = |t: &str| render_docs(t.trim().lines().next().unwrap_or("")).replace('|', "\\|");
+            let symptom = s.matches.first().map(|m| m.template.replace('`', "'")).unwrap_or_default();
+            let symptom: String = symptom.chars().take(90).collect();
+            let _ = writeln!(
+                hub,
+                "| {} | [{}]({}.md) | `{}` | {} | {} | {} |",
+                r.family(),
+                r.id(),
+                r.id(),
+                symptom.replace('|', "\\|"),
+                cell(&s.summary),
+                cell(s.checklist.first().map(String::as_str).unwrap_or("")),
+                cell(&s.fix)
+            );
+        }
+    }
+    for r in &rules {
         files.push((format!("{}.md", r.id()), explain_markdown(r)));
     }
+    files.push(("facts.md".into(), facts_markdown()));
     files.push(("README.md".into(), hub));
     files
+}
+
+/// The keys rule text and conditions can name beyond a rule's own captures: the
+/// contract's evidence, what the engine derives, and the fact groups a rule declares
+/// (`torchdx explain --facts`, `docs/rules/facts.md`).
+pub fn facts_markdown() -> String {
+    let mut o = String::from(
+        "# Keys for rule text and conditions\n\nGenerated from the engine's table of keys (`core/src/rules/facts.rs`) by `torchdx rules docs`. \
+         A placeholder (`{name}`) or a condition (`present = [\"name\"]`) may name any capture of the rule's own templates and any key below. \
+         Keys of a fact group are computed only for rules that declare it (`facts = [\"device-placement\"]`); a flag is present when it holds and absent otherwise.\n",
+    );
+    let mut current = String::new();
+    for k in facts::KEYS {
+        let group = match k.provider {
+            Provider::Contract => "Evidence reserved by the report contract (every rule)".to_string(),
+            Provider::Engine => "Evidence and text values the engine adds (every rule)".to_string(),
+            Provider::Decision => {
+                "Set by the culprit (a rule's `culprit`, a case's, or a `[[culprit_case]]`)".to_string()
+            }
+            Provider::Group(g) => format!("Fact group `{g}` (rules with `facts = [\"{g}\"]`)"),
+        };
+        if group != current {
+            let _ = write!(o, "\n## {group}\n\n| key | holds | meaning |\n|---|---|---|\n");
+            current = group;
+        }
+        let _ = writeln!(o, "| `{}` | {} | {} |", k.name, k.shape.name(), k.meaning.replace('|', "\\|"));
+    }
+    o
 }

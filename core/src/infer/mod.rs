@@ -1,40 +1,44 @@
 //! Inference: events become findings.
 //!
-//! Everything here is a pure function of what the grammars extracted: evidence
-//! (captures, exception, failing frame and code, derived facts such as the ATen op
-//! behind a codegen wrapper or how fragmented a CUDA heap was), the culprit of a
-//! device-placement failure (from the op-argument role table and the call on the
-//! failing line), the rule text bound to that evidence, and finally roles across
-//! ranks: which failure initiated the collapse and which reports are its echoes.
+//! Everything here is a pure function of what matching extracted. For each event (one
+//! per traceback chain, plus loose lines of the same failure merged in) the evidence is
+//! assembled from its incident and captures, the facts the rule declares are computed
+//! ([`facts`]), the rule's `[[culprit_case]]` decisions and `[[case]]`s are tried in
+//! order on them, and the rule text is rendered against the result. A traceback chain
+//! no template matched goes to the pack's fallback rule. Finally [`roles`] merges the
+//! same failure across ranks and decides which failure initiated the collapse.
+//!
+//! No rule id, family id or message wording lives here: a rule's behaviour is its file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::grammar::pycall;
 use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
-use crate::report::{value_text, Confidence, Culprit, Evidence, Finding, Location, Role};
+use crate::report::{value_text, Culprit, Evidence, Finding, Location, Role, Trace};
 use crate::rules::conditions::holds;
 use crate::rules::evidence::{captures_to_evidence, derive, LogFacts};
-use crate::rules::matching::{one_line, Event, Stream};
-use crate::rules::pack::{CaseSpec, CulpritSpec, Pack, Rule};
+use crate::rules::facts::DEVICE_PLACEMENT;
+use crate::rules::matching::{one_line, Event, Incident, Stream};
+use crate::rules::pack::{Pack, Rule};
+use crate::rules::spec::{CaseSpec, CulpritCase, CulpritSpec};
 use crate::rules::text::{self, Context};
 
-mod culprit;
+pub(crate) mod facts;
 mod roles;
 
 pub(crate) use roles::roles;
-
-/// Id of the finding made for an exception no rule knows.
-pub(crate) const UNRECOGNIZED: &str = "unrecognized-exception";
 
 /// A finding before roles are assigned.
 #[derive(Clone, Debug)]
 pub(crate) struct Draft {
     pub finding: Finding,
     pub collateral: bool,
+    /// Made by a rule's template (not by the fallback rule).
     pub recognized: bool,
+    /// Made by a rule that is a launcher's summary of failed workers.
+    pub launcher: bool,
     /// Printed by a logger and survived (`logger.exception(...)` then carried on).
     pub handled: bool,
     pub ts: Option<Timestamp>,
@@ -114,7 +118,7 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             if chosen[si].contains_key(&c) {
                 continue;
             }
-            if let Some(d) = unrecognized(s, c) {
+            if let Some(d) = pack.fallback().and_then(|rule| unrecognized(pack, rule, s, c, log)) {
                 drafts.push(d);
             }
         }
@@ -136,6 +140,18 @@ fn merge_captures(into: &mut Event, from: &Event) {
 /// A finding bound once per repeated failure, with the collateral verdict of its case.
 type Bound = (Finding, Option<bool>);
 
+/// What a rule's text is bound to: the finding's evidence and where it stands.
+struct Bind<'a> {
+    pack: &'a Pack,
+    rule: &'a Rule,
+    frames: &'a [&'a Frame],
+    log: &'a LogFacts<'a>,
+    rank: Option<u32>,
+    location: Location,
+    /// The op whose argument roles apply when the message names none.
+    role_op: Option<&'a str>,
+}
+
 fn from_event(
     pack: &Pack,
     s: &Stream<'_>,
@@ -145,29 +161,24 @@ fn from_event(
 ) -> Draft {
     let rule = &pack.rules()[e.rule];
     let inc = s.incident(e);
-    let mut ev = Evidence::new();
+    let mut ev = incident_evidence(&inc);
     captures_to_evidence(&e.m, &mut ev);
-    ev.exception = inc.exception.clone();
-    ev.message = inc.message.clone();
-    if let Some(f) = inc.user_frame {
-        ev.failing_frame = Some(f.short());
-        ev.failing_code = f.code.clone();
-    }
     derive(&mut ev);
     scrub(&mut ev);
     if let Some(v) = &rule.spec.matches[e.template].torch {
         ev.insert("torch_versions", Value::from(v.clone()));
     }
-    let role_op = rule.spec.matches[e.template].role_op.as_deref();
     let rank = inc.rank.or_else(|| evidence_rank(&ev));
     // The same failure reported by many ranks is bound to its rule text once: later
     // reports reuse that text and keep only their own rank, place and location.
     let key = key_of(rule.id(), &ev);
     let place = place_of(&ev);
     let (mut finding, case_collateral) = match cache.get(&key) {
-        Some((first, c)) => (first.clone(), *c),
+        Some(b) => b.clone(),
         None => {
-            let b = bind(pack, rule, ev, &inc.frames, log, rank, inc.location, role_op);
+            let role_op = rule.spec.matches[e.template].role_op.as_deref();
+            let ctx = Bind { pack, rule, frames: &inc.frames, log, rank, location: inc.location, role_op };
+            let b = bind(&ctx, ev);
             cache.insert(key.clone(), b.clone());
             b
         }
@@ -175,8 +186,29 @@ fn from_event(
     finding.rank = rank;
     finding.location = inc.location;
     let per_rank = rank.map(|r| (r, place)).into_iter().collect();
-    let collateral = case_collateral.unwrap_or(rule.spec.collateral);
-    Draft { collateral, recognized: true, handled: inc.handled, ts: inc.ts, per_rank, reports: 1, key, finding }
+    Draft {
+        collateral: case_collateral.unwrap_or(rule.spec.collateral),
+        recognized: true,
+        launcher: rule.spec.launcher_summary,
+        handled: inc.handled,
+        ts: inc.ts,
+        per_rank,
+        reports: 1,
+        key,
+        finding,
+    }
+}
+
+/// The evidence an incident gives by itself: exception, message, failing frame and code.
+fn incident_evidence(inc: &Incident<'_>) -> Evidence {
+    let mut ev = Evidence::new();
+    ev.exception = inc.exception.clone();
+    ev.message = inc.message.clone();
+    if let Some(f) = inc.user_frame {
+        ev.failing_frame = Some(f.short());
+        ev.failing_code = f.code.clone();
+    }
+    ev
 }
 
 /// A rank the message itself names (a launcher's root-cause block).
@@ -184,61 +216,24 @@ fn evidence_rank(ev: &Evidence) -> Option<u32> {
     ev.extra.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok())
 }
 
-fn unrecognized(s: &Stream<'_>, chain: usize) -> Option<Draft> {
+/// A traceback chain no template matched, bound to the pack's fallback rule.
+fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &LogFacts<'_>) -> Option<Draft> {
     let (inc, final_exc) = s.chain_incident(chain)?;
-    let mut ev = Evidence::new();
-    ev.exception = inc.exception.clone();
-    ev.message = inc.message.clone();
+    let mut ev = incident_evidence(&inc);
     if let Some(fx) = final_exc {
         ev.insert("final_exception", Value::from(fx.short_class()));
         ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
     scrub(&mut ev);
-    let f = inc.user_frame;
-    if let Some(f) = f {
-        ev.failing_frame = Some(f.short());
-        ev.failing_code = f.code.clone();
-    }
-    let class = inc.exception.clone();
-    let title = match &class {
-        Some(c) => format!("{c} that no torchdx rule recognises"),
-        None => "A traceback cut short before its exception line".to_string(),
-    };
-    let where_ = f.map(|f| f.short()).unwrap_or_else(|| "the traceback".into());
-    let next_action = match &class {
-        Some(c) => format!("Read the `{c}` message and the code at {where_}; if it is a PyTorch failure, paste the full log (all ranks, from the first error) into a new torchdx rule with `torchdx rules new`."),
-        None => "The paste ends before the exception line: copy the log again up to and including the line that names the exception.".to_string(),
-    };
-    let finding = Finding {
-        id: UNRECOGNIZED.into(),
-        family: "other".into(),
-        title,
-        role: Role::Independent,
-        collateral_of: None,
-        rank: inc.rank,
-        ranks: Vec::new(),
-        confidence: Confidence::Possible,
-        location: inc.location,
-        evidence: ev,
-        culprit: None,
-        mechanism: "The grammars found a Python traceback, but no rule in the pack knows its message, so torchdx can only report what the traceback itself shows.".into(),
-        checklist: vec![
-            format!("Open {where_} and check the values the failing line uses."),
-            "Check whether an earlier warning or error in the log explains this exception.".into(),
-        ],
-        fix: "No rule applies, so there is no specific fix: start from the failing frame and the exception message above.".into(),
-        verify: "Rerun the same command; the exception should not reappear.".into(),
-        prevent: "Once understood, add a rule for this failure so the next occurrence is diagnosed.".into(),
-        missing: vec!["A rule for this exception message".into()],
-        next_action,
-        related: Vec::new(),
-    };
+    let ctx = Bind { pack, rule, frames: &[], log, rank: inc.rank, location: inc.location, role_op: None };
+    let (finding, collateral) = bind(&ctx, ev);
     let key = dedupe_key(&finding);
     let per_rank = per_rank_of(&finding);
     Some(Draft {
         finding,
-        collateral: false,
+        collateral: collateral.unwrap_or(rule.spec.collateral),
         recognized: false,
+        launcher: rule.spec.launcher_summary,
         handled: inc.handled,
         ts: inc.ts,
         per_rank,
@@ -300,110 +295,80 @@ fn dedupe_key(f: &Finding) -> String {
     key_of(&f.id, &f.evidence)
 }
 
-/// Rule text bound to the evidence: culprit, case, placeholders.
-#[allow(clippy::too_many_arguments)]
-fn bind(
-    pack: &Pack,
-    rule: &Rule,
-    mut ev: Evidence,
-    frames: &[&Frame],
-    log: &LogFacts<'_>,
-    rank: Option<u32>,
-    location: Location,
-    role_op: Option<&str>,
-) -> Bound {
+/// Text items rendered, dropping those whose placeholders have no value, and repeats.
+fn render_list(items: &[String], ctx: &Context) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in items.iter().filter_map(|t| text::render(t, ctx)) {
+        if !t.trim().is_empty() && !out.iter().any(|o| o.trim() == t.trim()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// The culprit a decision names, and the values it gives the rule's text.
+fn decide(c: &CulpritCase, ctx: &mut Context) -> Culprit {
+    for (k, v) in &c.set {
+        if let Some(v) = text::render(v, ctx) {
+            ctx.insert(k.clone(), Value::from(v));
+        }
+    }
+    let kind = text::render_lossy(&c.kind, ctx);
+    let expr = c.expr.as_ref().and_then(|e| text::render(e, ctx));
+    ctx.insert("culprit_kind".into(), Value::from(kind.clone()));
+    if let Some(e) = &expr {
+        ctx.insert("culprit_expr".into(), Value::from(e.clone()));
+    }
+    Culprit { kind, expr, summary: text::render_lossy(&c.summary, ctx) }
+}
+
+/// Rule text bound to the evidence: facts, culprit decision, case, placeholders.
+fn bind(b: &Bind<'_>, mut ev: Evidence) -> Bound {
+    let rule = b.rule;
     let mut ctx: Context = ev.to_map();
     // A rank the message itself names (a launcher's root-cause block) stands in for
     // the stream's when the line carried no rank prefix.
-    let rank = rank.or_else(|| evidence_rank(&ev));
+    let rank = b.rank.or_else(|| evidence_rank(&ev));
     if let Some(r) = rank {
         ctx.insert("rank".into(), Value::from(r));
     }
-    // The failing line's outermost call, for rule text (`{code_arg1}` is the loss target).
-    if let Some(code) = ev.failing_code.clone() {
-        let line = pycall::parse_line(&code);
-        // A message that names one device, raised by a move on the failing line
-        // (`model.to("cpu")` → meta to cpu): the move's target is the other device.
-        if let Some(devs) = ev.devices.clone() {
-            if devs.len() == 1 {
-                let target = line.calls.iter().filter(|k| k.name() == "to" || k.name() == "to_empty").find_map(|k| {
-                    k.args
-                        .iter()
-                        .chain(k.kwargs.iter().filter(|(n, _)| n == "device").map(|(_, v)| v))
-                        .find_map(|a| culprit::device_literal(a))
-                });
-                if let Some(t) = target {
-                    let mut d = devs.clone();
-                    d.push(t);
-                    ctx.insert("devices".into(), Value::from(d.clone()));
-                    ev.devices = Some(d);
-                }
-            }
-        }
-        if let Some(t) = line.targets.first() {
-            ctx.insert("code_target".into(), Value::from(t.clone()));
-        }
-        if let Some(k) = line.calls.first() {
-            ctx.insert("code_callee".into(), Value::from(k.callee.clone()));
-            for (i, a) in k.args.iter().take(3).enumerate() {
-                ctx.insert(format!("code_arg{i}"), Value::from(pycall::base_name(a).to_string()));
-            }
-        }
+    facts::failing_line(&mut ev, &mut ctx);
+    if rule.spec.facts.iter().any(|g| g == DEVICE_PLACEMENT) {
+        facts::device_placement(b.pack, &ev, b.frames, b.log, b.role_op, &mut ctx);
     }
-    let computed = if rule.family() == "device-mismatch" {
-        culprit::device_culprit(pack, &ev, frames, log, role_op)
-    } else {
-        None
-    };
-    if let Some(c) = &computed {
-        for (k, v) in &c.ctx {
-            ctx.insert(k.clone(), Value::from(v.clone()));
-        }
-        ctx.insert("culprit_kind".into(), Value::from(c.kind.clone()));
-        if let Some(e) = &c.expr {
-            ctx.insert("culprit_expr".into(), Value::from(e.clone()));
-        }
-    }
-    let case = rule.spec.cases.iter().find(|c| holds(&c.when, &ctx, frames, log));
+    let decision = rule.spec.culprit_cases.iter().find(|c| holds(&c.when, &ctx, b.frames, b.log));
+    let decided = decision.map(|d| decide(d, &mut ctx));
+    let case = rule.spec.cases.iter().find(|c| holds(&c.when, &ctx, b.frames, b.log));
     let pick = |f: fn(&CaseSpec) -> Option<&String>, base: &String| case.and_then(f).unwrap_or(base).clone();
     let culprit_spec: Option<&CulpritSpec> = case.and_then(|c| c.culprit.as_ref()).or(rule.spec.culprit.as_ref());
-    let mut confidence = case.and_then(|c| c.confidence).unwrap_or(rule.spec.confidence);
-    let culprit = match (culprit_spec, &computed) {
+    let case_confidence = case.and_then(|c| c.confidence);
+    let (culprit, confidence) = match (culprit_spec, decided) {
         (Some(spec), _) => {
             let expr = spec.expr.as_ref().and_then(|e| text::render(e, &ctx));
             if let Some(e) = &expr {
                 ctx.insert("culprit_expr".into(), Value::from(e.clone()));
             }
             ctx.insert("culprit_kind".into(), Value::from(spec.kind.clone()));
-            Some(Culprit { kind: spec.kind.clone(), expr, summary: text::render_lossy(&spec.summary, &ctx) })
+            let c = Culprit { kind: spec.kind.clone(), expr, summary: text::render_lossy(&spec.summary, &ctx) };
+            (Some(c), case_confidence.unwrap_or(rule.spec.confidence))
         }
         (None, Some(c)) => {
-            if case.and_then(|c| c.confidence).is_none() {
-                confidence = c.confidence;
-            }
-            Some(Culprit { kind: c.kind.clone(), expr: c.expr.clone(), summary: c.summary.clone() })
+            (Some(c), case_confidence.or(decision.map(|d| d.confidence)).unwrap_or(rule.spec.confidence))
         }
-        (None, None) => None,
+        (None, None) => (None, case_confidence.unwrap_or(rule.spec.confidence)),
     };
     if let Some(c) = &culprit {
         ctx.insert("culprit_summary".into(), Value::from(c.summary.clone()));
     }
-    let list = |items: &[String]| {
-        items.iter().filter_map(|t| text::render(t, &ctx)).filter(|t| !t.trim().is_empty()).collect::<Vec<_>>()
+    let checklist = render_list(case.and_then(|c| c.checklist.as_deref()).unwrap_or(&rule.spec.checklist), &ctx);
+    let missing = match decision.and_then(|d| d.missing.as_deref()) {
+        Some(m) => render_list(m, &ctx),
+        None => render_list(case.and_then(|c| c.missing.as_deref()).unwrap_or(&rule.spec.missing), &ctx),
     };
-    let checklist = list(case.and_then(|c| c.checklist.as_deref()).unwrap_or(&rule.spec.checklist));
-    let mut missing = list(case.and_then(|c| c.missing.as_deref()).unwrap_or(&rule.spec.missing));
-    let mut next_action = text::render_lossy(&pick(|c| c.next_action.as_ref(), &rule.spec.next_action), &ctx);
-    if let Some(c) = &computed {
-        if c.confidence == Confidence::Certain {
-            // The message and the source line settle it: nothing is missing.
-            missing.clear();
-        }
-        missing.extend(c.missing.iter().cloned());
-        if let Some(a) = &c.next_action {
-            next_action = a.clone();
-        }
-    }
+    let next_action = decision
+        .and_then(|d| d.next_action.as_ref())
+        .and_then(|a| text::render(a, &ctx))
+        .unwrap_or_else(|| text::render_lossy(&pick(|c| c.next_action.as_ref(), &rule.spec.next_action), &ctx));
     let finding = Finding {
         id: rule.id().to_string(),
         family: rule.family().to_string(),
@@ -413,7 +378,7 @@ fn bind(
         rank,
         ranks: Vec::new(),
         confidence,
-        location,
+        location: b.location,
         evidence: ev,
         culprit,
         mechanism: text::render_lossy(&pick(|c| c.mechanism.as_ref(), &rule.spec.mechanism), &ctx),
@@ -424,6 +389,7 @@ fn bind(
         missing,
         next_action,
         related: rule.spec.related.clone(),
+        trace: Trace { case: case.map(|c| c.name.clone()), culprit_case: decision.map(|d| d.name.clone()) },
     };
     (finding, case.and_then(|c| c.collateral))
 }

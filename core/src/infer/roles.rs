@@ -8,10 +8,29 @@ use serde_json::Value;
 
 use super::Draft;
 use crate::report::{compress_ranks, Confidence, Finding, Role, TimelineEntry};
+use crate::rules::spec::NoticesFile;
 
 /// Merges the same failure reported by several ranks, assigns roles and orders the
 /// findings: initiating first, then in order of appearance.
-pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, Vec<Finding>, Vec<TimelineEntry>) {
+/// The result of [`roles`]: the initiating finding's index, the findings in report
+/// order, the timeline.
+pub(crate) struct Roles {
+    pub initiating: Option<usize>,
+    pub findings: Vec<Finding>,
+    pub timeline: Vec<TimelineEntry>,
+}
+
+/// A notice's text rendered with the finding's own next action and the values given.
+fn notice(text: &Option<String>, next_action: &str, values: &[(&str, String)]) -> Option<String> {
+    let mut ctx = crate::rules::text::Context::new();
+    ctx.insert("next_action".into(), Value::from(next_action));
+    for (k, v) in values {
+        ctx.insert((*k).into(), Value::from(v.clone()));
+    }
+    text.as_ref().and_then(|t| crate::rules::text::render(t, &ctx))
+}
+
+pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFile) -> Roles {
     // Merge duplicates across ranks (and repeated identical reports). A rule matched
     // twice on the same lines of the same rank is one report too: a garbled line
     // (`Killed Killed`) or two processes' output run together on one line
@@ -51,7 +70,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
         }
     }
     if merged.is_empty() {
-        return (None, Vec::new(), Vec::new());
+        return Roles { initiating: None, findings: Vec::new(), timeline: Vec::new() };
     }
     // The earliest non-collateral failure; a recognised one beats an unknown exception.
     let earlier = |a: &Draft, b: &Draft| match (a.ts, b.ts) {
@@ -107,7 +126,10 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
                 if let Some(m) = &src.message {
                     f.evidence.insert("origin_message", Value::from(m.clone()));
                 }
-                f.missing.insert(0, format!("Whether the exception logged at line {line} (caught, then training went on) made this rank skip a collective the others entered"));
+                let caught = notices.caught_before_echoes.as_ref().and_then(|n| n.missing.clone());
+                if let Some(m) = notice(&caught, &f.next_action, &[("line", line.to_string())]) {
+                    f.missing.insert(0, m);
+                }
             }
         }
     }
@@ -125,6 +147,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
     };
     let pos = |k: usize| order.iter().position(|&o| o == k).unwrap_or(0);
     let mut out: Vec<Finding> = Vec::with_capacity(merged.len());
+    let launcher: Vec<bool> = order.iter().map(|&k| merged[k].launcher).collect();
     for &k in &order {
         let d = &merged[k];
         let mut f = d.finding.clone();
@@ -142,19 +165,30 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
     }
     // A multi-process run whose initiating traceback carries no rank (torch <= 2.2
     // prints worker tracebacks without `[rankN]:`): say so rather than guess.
-    let multi_process = out.iter().any(|f| f.family == "elastic-child-failed" || f.rank.is_some());
-    let worker_traceback = |h: &Finding| h.evidence.contains_key("failing_frame") && h.family != "elastic-child-failed";
+    let multi_process = out.iter().zip(&launcher).any(|(f, l)| *l || f.rank.is_some());
+    let worker_traceback = out.first().is_some_and(|h| h.evidence.failing_frame.is_some()) && !launcher[0];
     if let Some(head) = out.first_mut().filter(|h| {
-        !only_collateral && h.role == Role::Initiating && h.rank.is_none() && multi_process && worker_traceback(h)
+        !only_collateral && h.role == Role::Initiating && h.rank.is_none() && multi_process && worker_traceback
     }) {
-        head.missing.push("Which rank raised this: the workers' lines carry no `[rankN]:` prefix in this log (torch before 2.3 does not add one)".into());
-        head.next_action = format!("{} To tie it to a rank, rerun with `torchrun --tee 3` (lines get `[default<local_rank>]:`) or set `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[${{rank}}]:'`.", head.next_action);
+        let n = notices.unranked_initiator.as_ref();
+        if let Some(m) = notice(&n.and_then(|n| n.missing.clone()), &head.next_action, &[]) {
+            head.missing.push(m);
+        }
+        if let Some(a) = notice(&n.and_then(|n| n.next_action.clone()), &head.next_action, &[]) {
+            head.next_action = a;
+        }
     }
     if only_collateral {
         let head = &mut out[0];
-        head.missing.insert(0, "The traceback of the rank that failed first: this log holds only downstream reports (timeouts, closed connections, launcher summaries)".into());
+        let n = notices.only_echoes.as_ref();
+        if let Some(m) = notice(&n.and_then(|n| n.missing.clone()), &head.next_action, &[]) {
+            head.missing.insert(0, m);
+        }
         if let Some(r) = head.rank {
-            head.next_action = format!("Collect rank {r}'s own output (its stderr, or rerun with `torchrun --tee 3` / `--redirects 3 --log-dir logs`) and diagnose that: this log shows only the echo of its failure. {}", head.next_action);
+            let a = notice(&n.and_then(|n| n.next_action.clone()), &head.next_action, &[("rank", r.to_string())]);
+            if let Some(a) = a {
+                head.next_action = a;
+            }
         }
     }
     let timeline = timeline_order
@@ -178,15 +212,14 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32]) -> (Option<usize>, V
             }
         })
         .collect();
-    (init.map(pos), out, timeline)
+    Roles { initiating: init.map(pos), findings: out, timeline }
 }
 
 /// When only echoes are present: the collateral rule reported by the most ranks (the
 /// cascade), which best locates the failure. Returns its first report.
 fn cascade(merged: &[Draft]) -> Option<usize> {
     let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
-    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && d.finding.family != "elastic-child-failed")
-    {
+    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && !d.launcher) {
         let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
         e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
         e.1 += d.reports;
@@ -223,5 +256,5 @@ fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
     if let Some(r) = merged.iter().find(|d| d.handled && !d.collateral).and_then(|d| d.finding.rank) {
         return Some(r);
     }
-    merged.iter().find(|m| m.finding.family == "elastic-child-failed").and_then(|m| m.finding.rank)
+    merged.iter().find(|m| m.launcher).and_then(|m| m.finding.rank)
 }

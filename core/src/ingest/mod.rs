@@ -75,9 +75,18 @@ pub struct Cleaner {
     /// its unprefixed continuation lines (`Last error:`, `ncclRemoteError: ...`) stay
     /// with it.
     continues: Option<u32>,
+    /// How the lines that continue a C++ log record begin (besides indentation): data
+    /// of the rule pack (`data/ingest.toml`), since they are library messages' tails.
+    continuations: Vec<String>,
 }
 
 impl Cleaner {
+    /// A cleaner that takes lines starting with one of `continuations` (or indented) as
+    /// the continuation of a ranked C++ log record.
+    pub fn new(continuations: Vec<String>) -> Cleaner {
+        Cleaner { continues: None, continuations }
+    }
+
     /// Cleans one raw line (without its `\n`).
     pub fn line(&mut self, no: u32, raw: &[u8]) -> Line {
         let mut truncated = false;
@@ -94,7 +103,7 @@ impl Cleaner {
         let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated, logger: false };
         let rest = strip_prefixes(&text, &mut line);
         line.text = unbox(rest).to_string();
-        let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && is_continuation(&line.text);
+        let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && self.is_continuation(&line.text);
         if bare {
             if let Some(r) = self.continues {
                 line.rank = Some(r);
@@ -109,25 +118,12 @@ impl Cleaner {
         }
         line
     }
-}
 
-/// Lines that continue a C++ log record rather than start a new one.
-fn is_continuation(t: &str) -> bool {
-    const STARTS: &[&str] = &[
-        "Last error:",
-        "ncclSystemError",
-        "ncclRemoteError",
-        "ncclInternalError",
-        "ncclInvalid",
-        "ncclUnhandled",
-        "Exception raised from",
-        "frame #",
-        "Search for `",
-        "CUDA kernel errors",
-        "For debugging consider",
-        "Compile with `",
-    ];
-    (t.starts_with(' ') || t.starts_with('\t')) && !t.trim().is_empty() || STARTS.iter().any(|p| t.starts_with(p))
+    /// Whether a line continues a C++ log record rather than starts a new one.
+    fn is_continuation(&self, t: &str) -> bool {
+        (t.starts_with(' ') || t.starts_with('\t')) && !t.trim().is_empty()
+            || self.continuations.iter().any(|p| t.starts_with(p.as_str()))
+    }
 }
 
 /// Keeps what a terminal would show after `\r` overwrites: the last non-empty segment.
@@ -671,7 +667,7 @@ mod tests {
 
     #[test]
     fn continuation_lines_of_a_ranked_log_line() {
-        let mut c = Cleaner::default();
+        let mut c = Cleaner::new(vec!["ncclRemoteError".into()]);
         let a = c.line(1, b"[rank1]:[E1118 20:32:23.955 ProcessGroupNCCL.cpp:1] NCCL error: remote process exited");
         let b = c.line(2, b"ncclRemoteError: A call failed");
         let t = c.line(3, b"terminate called after throwing an instance of 'c10::DistBackendError'");

@@ -128,10 +128,11 @@ impl std::fmt::Debug for Window {
 }
 
 impl Window {
-    /// A window for an input; `needles` is how many needles the trigger marks.
-    pub(crate) fn new(needles: usize) -> Window {
+    /// A window for an input; `needles` is how many needles the trigger marks, the
+    /// cleaner continues C++ log records over lines starting with `continuations`.
+    pub(crate) fn new(needles: usize, continuations: Vec<String>) -> Window {
         Window {
-            cleaner: Cleaner::default(),
+            cleaner: Cleaner::new(continuations),
             partial: Vec::new(),
             partial_cut: false,
             bytes: 0,
@@ -405,7 +406,7 @@ mod tests {
 
     /// Ranks of the kept lines, in input order.
     fn kept_ranks(log: &str) -> Vec<(String, Option<u32>)> {
-        let mut d = Window::new(0);
+        let mut d = Window::new(0, Vec::new());
         d.feed(&KeepAll, log.as_bytes());
         d.kept.iter().map(|k| (k.line.text.clone(), k.line.rank)).collect()
     }

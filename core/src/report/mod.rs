@@ -101,6 +101,19 @@ pub struct Finding {
     pub missing: Vec<String>,
     pub next_action: String,
     pub related: Vec<String>,
+    /// Which named cases of its rule made this finding. Not part of the JSON contract:
+    /// rule authors' tests and snapshots read it.
+    #[serde(skip)]
+    pub trace: Trace,
+}
+
+/// The named `[[case]]` and `[[culprit_case]]` of a rule that made a finding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// The text case.
+    pub case: Option<String>,
+    /// The culprit decision.
+    pub culprit_case: Option<String>,
 }
 
 /// One line of the timeline.

@@ -10,13 +10,20 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::evidence::LogFacts;
-use super::pack::When;
+use super::spec::When;
 use super::text::Context;
 use crate::grammar::traceback::Frame;
 use crate::report::value_text;
 
-/// Whether conditions hold on values alone (a match-time `when`).
+/// Whether conditions hold on values alone (a match-time `when`, which sees no frames
+/// and no log).
 pub(crate) fn holds_on_evidence(w: &When, ev: &Context) -> bool {
+    values_hold(w, ev) && (w.any.is_empty() || w.any.iter().any(|a| holds_on_evidence(a, ev)))
+}
+
+/// The value conditions of `w` (all but `frame_contains`, `log_contains`, `exception`
+/// and `any`).
+fn values_hold(w: &When, ev: &Context) -> bool {
     let has = |k: &str| ev.get(k).is_some_and(|v| !value_text(v).is_empty());
     let text = |k: &str| ev.get(k).map(value_text).unwrap_or_default();
     w.present.iter().all(|k| has(k))
@@ -31,7 +38,7 @@ pub(crate) fn holds_on_evidence(w: &When, ev: &Context) -> bool {
 
 /// Whether a case's conditions hold: the value conditions, then frames and log.
 pub(crate) fn holds(w: &When, ctx: &Context, frames: &[&Frame], log: &LogFacts<'_>) -> bool {
-    holds_on_evidence(w, ctx)
+    values_hold(w, ctx)
         && (w.frame_contains.is_empty()
             || frames.iter().any(|f| {
                 w.frame_contains.iter().any(|n| {
@@ -42,4 +49,5 @@ pub(crate) fn holds(w: &When, ctx: &Context, frames: &[&Frame], log: &LogFacts<'
         && (w.log_contains.is_empty() || w.log_contains.iter().any(|n| log.contains(n)))
         && (w.exception.is_empty()
             || w.exception.iter().any(|x| ctx.get("exception").map(value_text).as_deref() == Some(x.as_str())))
+        && (w.any.is_empty() || w.any.iter().any(|a| holds(a, ctx, frames, log)))
 }

@@ -1,6 +1,8 @@
 //! Rules: the pack rule authors write, and what it does with the grammars' output.
 //!
-//! - [`pack`]: rule files deserialized, compiled and validated (located errors);
+//! - [`spec`]: the rule and data file format, as serde types;
+//! - [`pack`]: rule and data files compiled and validated (located errors);
+//! - [`facts`]: the keys the engine provides to rule text and conditions;
 //! - [`template`]: the message template language and its bounded matcher;
 //! - [`prefilter`]: the literal scan that decides where templates are tried;
 //! - [`matching`]: kept lines to streams, templates to events;
@@ -10,8 +12,10 @@
 
 pub(crate) mod conditions;
 pub(crate) mod evidence;
+pub(crate) mod facts;
 pub(crate) mod matching;
 pub(crate) mod pack;
 pub(crate) mod prefilter;
+pub(crate) mod spec;
 pub(crate) mod template;
 pub(crate) mod text;

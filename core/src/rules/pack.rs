@@ -1,334 +1,198 @@
-//! The rule pack: rule files (TOML, one rule per file) deserialized with serde,
-//! compiled and validated.
+//! The rule pack: rule files and data files compiled and cross-checked.
 //!
-//! Loading is the only fallible step of the engine. Every problem is reported as a
-//! [`PackError`] naming the file, line and column, so a rule author sees
-//! `rules/cuda-oom.toml:14:23: unknown capture kind ...` rather than a panic.
+//! A pack is made of sources (a name and a text each). A source in a folder named
+//! `data` is a data file, recognised by its stem (`ops`, `families`, `notices`); every
+//! other source is a rule file. Data files load first, whatever their position, so a
+//! rule's family is checked against the families of the whole pack.
+//!
+//! Loading is the only fallible step of the engine. Every problem is a [`PackError`]
+//! naming the file, line and column, with a stable [`PackError::code`], so a rule author
+//! sees `rules/cuda-oom.toml:14:23: unknown capture kind ...` rather than a panic, and
+//! tools can filter by code.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use super::template::Template;
-pub use crate::report::Confidence;
+use super::spec::{FamiliesFile, FamilySpec, IngestFile, NoticesFile, OpSpec, OpsFile, RuleSpec};
+use super::template::{Kind, Template};
+use crate::report::Evidence;
 
-/// The family ids of the taxonomy (`shared/reference/taxonomy.md`).
-pub const FAMILIES: &[&str] = &[
-    "device-mismatch",
-    "tensor-to-numpy-on-cuda",
-    "generator-device",
-    "deserialize-cuda-on-cpu",
-    "weights-only-load",
-    "state-dict-mismatch",
-    "dtype-mismatch",
-    "half-not-implemented-cpu",
-    "mps-float64",
-    "matmul-shape-mismatch",
-    "broadcast-size-mismatch",
-    "view-stride",
-    "loss-target-mismatch",
-    "index-out-of-range",
-    "cuda-oom",
-    "host-oom-killed",
-    "shm-exhausted",
-    "device-side-assert",
-    "illegal-memory-access",
-    "no-kernel-image",
-    "cuda-unavailable",
-    "cuda-fork",
-    "cudnn-error",
-    "cublas-error",
-    "nccl-watchdog-timeout",
-    "nccl-error",
-    "collective-timeout-gloo",
-    "elastic-child-failed",
-    "ddp-unused-parameters",
-    "ddp-ready-twice",
-    "process-group-init",
-    "autograd-inplace",
-    "backward-twice",
-    "no-grad-fn",
-    "leaf-inplace",
-    "numpy-requires-grad",
-    "nan-anomaly",
-    "amp-unscale-fp16",
-    "dataloader-worker-error",
-    "collate-size-mismatch",
-    "dynamo-recompile",
-    "other",
-];
-
-/// What an example expects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "kebab-case")]
-pub enum Expect {
-    Match,
-    NoMatch,
+/// What kind of problem a [`PackError`] is. Private: the public, stable face is
+/// [`PackError::code`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Code {
+    /// The text is not valid TOML.
+    Toml,
+    /// A key, a type or a value the format does not take.
+    Format,
+    /// A rule id that is not kebab-case, or not the file's stem.
+    Id,
+    /// The same rule id twice in one folder.
+    DuplicateId,
+    /// A family the families table does not list.
+    Family,
+    /// A template that does not compile.
+    Template,
+    /// A rule without templates, or a second fallback rule.
+    Matches,
+    /// A capture into a reserved evidence key with a kind of the wrong type.
+    ReservedKey,
+    /// A case name that is not kebab-case or is used twice; an example naming no case.
+    Case,
+    /// A data file the pack does not know.
+    DataFile,
+    /// A fact group no engine provides.
+    Facts,
+    /// A related id that names no rule.
+    Related,
+    /// A placeholder or condition key nothing provides.
+    Placeholder,
+    /// Text left from `torchdx rules new`.
+    Scaffold,
+    /// Too few examples, or examples that do not do what they declare.
+    Examples,
+    /// A list in a rendered finding that repeats an item.
+    Duplicate,
 }
 
-/// A culprit declared by a rule or case (text with placeholders).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct CulpritSpec {
-    pub kind: String,
-    #[serde(default)]
-    pub expr: Option<String>,
-    pub summary: String,
-}
-
-/// One `[[match]]` entry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct MatchSpec {
-    pub template: String,
-    /// The torch releases that print this wording, e.g. `">=2.8"`, `"1.10-2.7"`.
-    #[serde(default)]
-    pub torch: Option<String>,
-    /// Only when raised as one of these exception classes (module path ignored).
-    #[serde(default)]
-    pub exception: Vec<String>,
-    /// Conditions on this match's own captures (`differ = ["devices"]`): the template
-    /// only counts when they hold. Frame and log conditions are not available here.
-    #[serde(default)]
-    pub when: Option<When>,
-    /// The op whose argument roles apply when the message names none
-    /// (`Input type (...) and weight type (...)` is a convolution).
-    #[serde(default)]
-    pub role_op: Option<String>,
-}
-
-/// A string or a list of strings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(untagged)]
-pub enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    pub fn values(&self) -> Vec<&str> {
+impl Code {
+    fn as_str(self) -> &'static str {
         match self {
-            OneOrMany::One(s) => vec![s.as_str()],
-            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+            Code::Toml => "toml",
+            Code::Format => "format",
+            Code::Id => "id",
+            Code::DuplicateId => "duplicate-id",
+            Code::Family => "family",
+            Code::Template => "template",
+            Code::Matches => "matches",
+            Code::ReservedKey => "reserved-key",
+            Code::Case => "case",
+            Code::DataFile => "data-file",
+            Code::Facts => "facts",
+            Code::Related => "related",
+            Code::Placeholder => "placeholder",
+            Code::Scaffold => "scaffold",
+            Code::Examples => "examples",
+            Code::Duplicate => "duplicate",
         }
     }
 }
 
-/// Conditions of a `[[case]]`; all that are given must hold.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct When {
-    #[serde(default)]
-    pub present: Vec<String>,
-    #[serde(default)]
-    pub absent: Vec<String>,
-    #[serde(default)]
-    pub equals: BTreeMap<String, OneOrMany>,
-    #[serde(default)]
-    pub contains: BTreeMap<String, String>,
-    #[serde(default)]
-    pub differ: Vec<String>,
-    #[serde(default)]
-    pub frame_contains: Vec<String>,
-    #[serde(default)]
-    pub log_contains: Vec<String>,
-    #[serde(default)]
-    pub exception: Vec<String>,
+/// Characters of the offending line a problem shows on each side of its column: a
+/// window, so a megabyte-long line never travels into a message.
+const SNIPPET_HALF: usize = 60;
+
+/// The window of the offending line a problem shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Snippet {
+    /// Characters of the line cut before the window.
+    from: usize,
+    /// The window, control characters replaced.
+    text: String,
+    /// Whether the line goes on after it.
+    cut_end: bool,
 }
 
-/// Text fields a case may override.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct CaseSpec {
-    #[serde(default)]
-    pub when: When,
-    pub title: Option<String>,
-    pub mechanism: Option<String>,
-    pub checklist: Option<Vec<String>>,
-    pub fix: Option<String>,
-    pub verify: Option<String>,
-    pub prevent: Option<String>,
-    pub missing: Option<Vec<String>>,
-    pub next_action: Option<String>,
-    pub confidence: Option<Confidence>,
-    pub culprit: Option<CulpritSpec>,
-    /// Overrides the rule's `collateral` for this evidence (an OOM with a garbage size
-    /// is the echo of a hang, not a failure of its own).
-    pub collateral: Option<bool>,
-}
-
-/// An inline example: a log and what the rule must make of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Example {
-    pub name: String,
-    pub expect: Expect,
-    #[serde(default)]
-    pub source: Option<String>,
-    pub log: String,
-    #[serde(default)]
-    pub evidence: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
-    pub culprit_kind: Option<String>,
-}
-
-/// A rule file as written.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct RuleSpec {
-    pub id: String,
-    pub family: String,
-    pub title: String,
-    pub summary: String,
-    #[serde(default)]
-    pub collateral: bool,
-    #[serde(default)]
-    pub priority: i32,
-    #[serde(default)]
-    pub confidence: Confidence,
-    pub mechanism: String,
-    pub checklist: Vec<String>,
-    pub fix: String,
-    pub verify: String,
-    pub prevent: String,
-    #[serde(default)]
-    pub missing: Vec<String>,
-    pub next_action: String,
-    #[serde(default)]
-    pub related: Vec<String>,
-    #[serde(default)]
-    pub culprit: Option<CulpritSpec>,
-    #[serde(rename = "match")]
-    pub matches: Vec<MatchSpec>,
-    #[serde(default, rename = "case")]
-    pub cases: Vec<CaseSpec>,
-    #[serde(default, rename = "example")]
-    pub examples: Vec<Example>,
-}
-
-/// A compiled rule.
-#[derive(Clone, Debug)]
-pub struct Rule {
-    /// The file name it came from (for messages).
-    pub source_name: String,
-    /// The file's text (for locating examples and spans).
-    pub source_text: String,
-    pub spec: RuleSpec,
-    /// One compiled template per `[[match]]`.
-    pub templates: Vec<Template>,
-}
-
-impl Rule {
-    pub fn id(&self) -> &str {
-        &self.spec.id
-    }
-    pub fn family(&self) -> &str {
-        &self.spec.family
+impl Snippet {
+    fn of(line: &str, col: usize) -> Snippet {
+        let at = col.saturating_sub(1);
+        let from = at.saturating_sub(SNIPPET_HALF);
+        let mut text = String::new();
+        let mut rest = line.chars().skip(from);
+        for c in rest.by_ref().take(2 * SNIPPET_HALF) {
+            text.push(if c.is_control() && c != '\t' { '\u{FFFD}' } else { c });
+        }
+        Snippet { from, text, cut_end: rest.next().is_some() }
     }
 }
 
-/// The JSON Schema of a rule file, for editors (`#:schema schema/rule.schema.json`).
-#[cfg(feature = "schema")]
-pub fn rule_schema() -> String {
-    let schema = schemars::schema_for!(RuleSpec);
-    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
-}
-
-/// The JSON Schema of the op-argument role table (`rules/data/ops.toml`).
-#[cfg(feature = "schema")]
-pub fn ops_schema() -> String {
-    let schema = schemars::schema_for!(OpsFile);
-    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
-}
-
-/// A rule file's text and the name to report problems under.
-#[derive(Clone, Copy, Debug)]
-pub struct RuleSource<'a> {
-    pub name: &'a str,
-    pub text: &'a str,
-}
-
-/// One entry of the op-argument role table (`rules/data/ops.toml`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct OpSpec {
-    /// ATen op names (as they appear in the message, without wrapper and key).
-    pub names: Vec<String>,
-    /// What the user called, for the report (`nn.CrossEntropyLoss / F.cross_entropy`).
-    pub user_call: String,
-    /// Substrings of callee names on the failing line that make this op
-    /// (`loss`, `criterion`, `cross_entropy`), to find the right call.
-    #[serde(default)]
-    pub callees: Vec<String>,
-    /// Tensor arguments in schema order (the first one sets the "common" device).
-    pub args: Vec<ArgRole>,
-}
-
-/// The role of one op argument.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct ArgRole {
-    /// The schema argument name (`target`, `mat1`).
-    pub name: String,
-    /// What the tensor is to the user (`the labels`).
-    pub role: String,
-    /// The culprit kind when this tensor is the misplaced one.
-    pub kind: String,
-    /// Which positional argument of the call on the failing line holds it; absent when
-    /// it belongs to the module (a parameter or buffer).
-    #[serde(default)]
-    pub call_arg: Option<usize>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-struct OpsFile {
-    #[serde(default)]
-    op: Vec<OpSpec>,
-}
-
-/// A rule pack problem, located in its file.
+/// A rule pack problem, located in its file. Boxed, as regex-automata's errors are: it
+/// travels in every `Result` of pack loading, and the happy path should stay small.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackError {
-    pub file: String,
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
-    /// The offending text, when there is one.
-    pub snippet: Option<String>,
-    /// How to fix it.
-    pub hint: Option<String>,
+    inner: Box<Problem>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Problem {
+    code: Code,
+    file: String,
+    line: usize,
+    col: usize,
+    message: String,
+    snippet: Option<Snippet>,
+    hint: Option<String>,
 }
 
 impl fmt::Display for PackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+        let p = &self.inner;
+        write!(f, "{}:{}:{}: {}", p.file, p.line, p.col, p.message)
     }
 }
 
 impl std::error::Error for PackError {}
 
 impl PackError {
-    /// The problem rustc-style: message, location, the offending line with a caret
-    /// under the column, and the hint.
+    /// A problem at byte `offset` of `src`.
+    pub(crate) fn at(code: Code, src: &RuleSource<'_>, offset: usize, message: impl Into<String>) -> PackError {
+        let (line, col) = line_col(src.text, offset);
+        let snippet = src.text.lines().nth(line - 1).map(|l| Snippet::of(l, col));
+        let p = Problem { code, file: src.name.to_string(), line, col, message: message.into(), snippet, hint: None };
+        PackError { inner: Box::new(p) }
+    }
+
+    /// The same problem with a hint on how to fix it.
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> PackError {
+        self.inner.hint = Some(hint.into());
+        self
+    }
+
+    /// A stable, machine-readable name of the problem (`toml`, `template`, `family`,
+    /// `placeholder`, ...), for editors and CI filters.
+    pub fn code(&self) -> &'static str {
+        self.inner.code.as_str()
+    }
+
+    /// The file it is in.
+    pub fn file(&self) -> &str {
+        &self.inner.file
+    }
+
+    /// 1-based line.
+    pub fn line(&self) -> usize {
+        self.inner.line
+    }
+
+    /// 1-based column, in characters of the line.
+    pub fn column(&self) -> usize {
+        self.inner.col
+    }
+
+    /// What is wrong.
+    pub fn message(&self) -> &str {
+        &self.inner.message
+    }
+
+    /// How to fix it, when there is a common fix.
+    pub fn hint(&self) -> Option<&str> {
+        self.inner.hint.as_deref()
+    }
+
+    /// The problem rustc-style: message, location, the offending line (a window of it
+    /// around the column) with a caret under the column, and the hint.
     pub fn report(&self) -> String {
-        let mut f = format!("error: {}\n  --> {}:{}:{}\n", self.message, self.file, self.line, self.col);
-        if let Some(s) = &self.snippet {
-            f.push_str(&format!("   |\n{:>3}| {}\n   | {}^\n", self.line, s, " ".repeat(self.col.saturating_sub(1))));
+        let p = &self.inner;
+        let mut f = format!("error[{}]: {}\n  --> {}:{}:{}\n", self.code(), p.message, p.file, p.line, p.col);
+        if let Some(s) = &p.snippet {
+            let lead = if s.from > 0 { "…" } else { "" };
+            let tail = if s.cut_end { "…" } else { "" };
+            let caret = p.col.saturating_sub(1) - s.from + usize::from(s.from > 0);
+            f.push_str(&format!("   |\n{:>3}| {lead}{}{tail}\n   | {}^\n", p.line, s.text, " ".repeat(caret)));
         }
-        if let Some(h) = &self.hint {
+        if let Some(h) = &p.hint {
             f.push_str(&format!("   = hint: {h}\n"));
         }
         f
@@ -348,21 +212,78 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn error_at(src: &RuleSource<'_>, offset: usize, message: impl Into<String>) -> PackError {
-    let (line, col) = line_col(src.text, offset);
-    let snippet = src.text.lines().nth(line - 1).map(|l| l.to_string());
-    PackError { file: src.name.to_string(), line, col, message: message.into(), snippet, hint: None }
-}
-
-fn with_hint(mut e: PackError, hint: &str) -> PackError {
-    e.hint = Some(hint.to_string());
-    e
-}
-
 const HINT_KEYS: &str = "rules/README.md lists the keys a rule file takes; top-level keys must come before any [[match]], [[case]] or [[example]] table";
 const HINT_TEMPLATE: &str =
     "the template language: literal text, `{kind:name}` captures, `{?optional}`, `{a|b}`; see rules/README.md";
 
+/// A rule file's text and the name to report problems under.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleSource<'a> {
+    /// The file's name (a path, or `NAME.toml` / `data/NAME.toml`).
+    pub name: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+/// What a source is, by its folder and stem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SourceKind {
+    Rule,
+    Ops,
+    Families,
+    Notices,
+    Ingest,
+    UnknownData,
+}
+
+/// A source in a folder named `data` is a data file, known by its stem; anything else
+/// is a rule file (`custom-ops.toml` is a rule, `x/data/ops.toml` the op table).
+pub(crate) fn source_kind(name: &str) -> SourceKind {
+    let mut parts = name.rsplit(['/', '\\']);
+    let file = parts.next().unwrap_or(name);
+    if parts.next() != Some("data") {
+        return SourceKind::Rule;
+    }
+    match file.strip_suffix(".toml").unwrap_or(file) {
+        "ops" => SourceKind::Ops,
+        "families" => SourceKind::Families,
+        "notices" => SourceKind::Notices,
+        "ingest" => SourceKind::Ingest,
+        _ => SourceKind::UnknownData,
+    }
+}
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The file name it came from (for messages).
+    pub source_name: String,
+    /// The file's text (for locating examples and spans; empty when decoded from a
+    /// precompiled pack without its sources).
+    pub source_text: String,
+    /// The rule as written.
+    pub spec: RuleSpec,
+    /// One compiled template per `[[match]]`.
+    pub(crate) templates: Vec<Template>,
+}
+
+impl Rule {
+    /// The rule id.
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// The family id.
+    pub fn family(&self) -> &str {
+        &self.spec.family
+    }
+
+    /// The leading words of each template: what the prefilter searches for, and what
+    /// `explain --list` shows a user to tell whether a message is known.
+    pub fn leads(&self) -> Vec<String> {
+        self.templates.iter().map(|t| t.lead_text()).collect()
+    }
+}
 /// One step of a path into a TOML document: a key or an array index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Seg<'a> {
@@ -408,42 +329,83 @@ pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<usize> {
 
 /// Parses one rule file (TOML) into its spec.
 pub fn parse_rule(src: RuleSource<'_>) -> Result<RuleSpec, PackError> {
+    parse(src)
+}
+
+/// Parses a TOML source into `T`, located errors on failure.
+fn parse<T: for<'de> Deserialize<'de>>(src: RuleSource<'_>) -> Result<T, PackError> {
     toml::from_str(src.text).map_err(|e| {
         let off = e.span().map(|s| s.start).unwrap_or(0);
-        with_hint(error_at(&src, off, e.message().trim_end().to_string()), HINT_KEYS)
+        let msg = e.message().trim_end().to_string();
+        // The TOML grammar's own errors versus the rule format's (unknown key, wrong type).
+        let code = if msg.starts_with("unknown field")
+            || msg.starts_with("missing field")
+            || msg.starts_with("invalid type")
+            || msg.starts_with("unknown variant")
+        {
+            Code::Format
+        } else {
+            Code::Toml
+        };
+        PackError::at(code, &src, off, msg).with_hint(toml_hint(src.text, off, code))
     })
 }
 
-/// Parses and compiles one rule file. Cross-rule checks live in [`Pack::new`].
-pub fn compile_rule(src: RuleSource<'_>) -> Result<Rule, PackError> {
-    compile_spec(src, parse_rule(src)?)
+/// The hint for a TOML or format error: the common mistakes first.
+fn toml_hint(text: &str, off: usize, code: Code) -> String {
+    let line = text[..off.min(text.len())].rsplit('\n').next().unwrap_or("");
+    let quotes = line.matches('"').count() % 2 == 1 && !line.contains("'''") && !line.contains("\"\"\"");
+    if code == Code::Toml && quotes {
+        return "a string opened with `\"` is not closed on its line; use '''...''' for text with quotes or line breaks".into();
+    }
+    HINT_KEYS.into()
 }
 
-/// Compiles a parsed rule: checks its id, family and templates. `src` is the file the
-/// spec came from (its name and text locate problems).
-pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec) -> Result<Rule, PackError> {
+/// Parses and compiles one rule file against a families table (empty: any family).
+/// Cross-rule checks live in [`Pack::new`] and `authoring::check`.
+pub fn compile_rule(src: RuleSource<'_>, families: &[FamilySpec]) -> Result<Rule, PackError> {
+    compile_spec(src, parse_rule(src)?, families)
+}
+
+/// Compiles a parsed rule: checks its id, family, templates, captures, cases and
+/// examples' case names. `src` is the file the spec came from (its name and text locate
+/// problems; a precompiled pack without its text locates them at the file's start).
+pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec, families: &[FamilySpec]) -> Result<Rule, PackError> {
     let at = |path: &[Seg<'_>]| locate(src.text, path).unwrap_or(0);
+    let err = |code: Code, path: &[Seg<'_>], msg: String| PackError::at(code, &src, at(path), msg);
     let id = spec.id.as_str();
     if !is_kebab(id) {
-        return Err(error_at(&src, at(&[Seg::Key("id")]), format!("rule id `{id}` is not kebab-case")));
+        return Err(err(Code::Id, &[Seg::Key("id")], format!("rule id `{id}` is not kebab-case")));
     }
     let stem = src.name.rsplit(['/', '\\']).next().unwrap_or(src.name);
     let stem = stem.strip_suffix(".toml").unwrap_or(stem);
     if stem != id && src.name.ends_with(".toml") {
-        return Err(error_at(
-            &src,
-            at(&[Seg::Key("id")]),
+        return Err(err(
+            Code::Id,
+            &[Seg::Key("id")],
             format!("rule id `{id}` differs from its file name `{stem}.toml`"),
         ));
     }
-    if !FAMILIES.contains(&spec.family.as_str()) {
-        return Err(with_hint(
-            error_at(&src, at(&[Seg::Key("family")]), format!("unknown family `{}`", spec.family)),
-            &format!("use one of: {}", FAMILIES.join(", ")),
-        ));
+    if !families.is_empty() && !families.iter().any(|f| f.id == spec.family) {
+        let ids: Vec<&str> = families.iter().map(|f| f.id.as_str()).collect();
+        return Err(err(Code::Family, &[Seg::Key("family")], format!("unknown family `{}`", spec.family))
+            .with_hint(format!("use one of: {} (or add it to data/families.toml)", ids.join(", "))));
     }
-    if spec.matches.is_empty() {
-        return Err(error_at(&src, 0, "a rule needs at least one [[match]] template"));
+    for (i, g) in spec.facts.iter().enumerate() {
+        if !super::facts::GROUPS.contains(&g.as_str()) {
+            return Err(err(Code::Facts, &[Seg::Key("facts"), Seg::Index(i)], format!("unknown fact group `{g}`"))
+                .with_hint(format!("the engine computes: {}", super::facts::GROUPS.join(", "))));
+        }
+    }
+    if spec.matches.is_empty() && !spec.fallback {
+        return Err(PackError::at(Code::Matches, &src, 0, "a rule needs at least one [[match]] template"));
+    }
+    if spec.fallback && !spec.matches.is_empty() {
+        return Err(err(
+            Code::Matches,
+            &[Seg::Key("fallback")],
+            "the fallback rule has no [[match]] templates: it applies where no template matched".into(),
+        ));
     }
     let mut templates = Vec::new();
     for (i, m) in spec.matches.iter().enumerate() {
@@ -453,9 +415,51 @@ pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec) -> Result<Rule, PackErr
             let raw = &src.text[start..];
             let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") { 3 } else { 1 };
             let nl = if raw[quote.min(raw.len())..].starts_with('\n') { 1 } else { 0 };
-            with_hint(error_at(&src, start + quote + nl + e.offset, format!("template: {}", e.message)), HINT_TEMPLATE)
+            PackError::at(Code::Template, &src, start + quote + nl + e.offset, format!("template: {}", e.message))
+                .with_hint(HINT_TEMPLATE)
         })?;
+        // A reserved evidence key holds one type: `devices` a list of devices, the
+        // others text.
+        for (name, kind, list) in t.capture_specs() {
+            let path = [Seg::Key("match"), Seg::Index(i), Seg::Key("template")];
+            let wrong = if name == "devices" {
+                !(list && matches!(kind, Kind::Device | Kind::TensorType))
+            } else {
+                Evidence::RESERVED.contains(&name) && (list || matches!(kind, Kind::Int | Kind::Shape))
+            };
+            if wrong {
+                return Err(err(
+                    Code::ReservedKey,
+                    &path,
+                    format!("`{name}` is a reserved evidence key and cannot hold a {}{}", kind.name(), if list { " list" } else { "" }),
+                )
+                .with_hint("`devices` takes `{device:devices[]}` or `{tensortype:devices[]}`; exception, message, argument, op, kernel, failing_frame and failing_code take text; capture other facts under another name"));
+            }
+        }
         templates.push(t);
+    }
+    let mut names = BTreeSet::new();
+    let cases = spec.cases.iter().enumerate().map(|(i, c)| (&c.name, Seg::Key("case"), i));
+    let decisions = spec.culprit_cases.iter().enumerate().map(|(i, c)| (&c.name, Seg::Key("culprit_case"), i));
+    for (name, table, i) in cases.chain(decisions) {
+        let path = [table, Seg::Index(i), Seg::Key("name")];
+        if !is_kebab(name) {
+            return Err(err(Code::Case, &path, format!("case name `{name}` is not kebab-case")));
+        }
+        if !names.insert(name.as_str()) {
+            return Err(err(Code::Case, &path, format!("case name `{name}` is used twice in this rule")));
+        }
+    }
+    for (i, ex) in spec.examples.iter().enumerate() {
+        if let Some(c) = &ex.case {
+            if !names.contains(c.as_str()) {
+                return Err(err(
+                    Code::Case,
+                    &[Seg::Key("example"), Seg::Index(i), Seg::Key("case")],
+                    format!("example `{}` expects case `{c}`, which this rule does not have", ex.name),
+                ));
+            }
+        }
     }
     Ok(Rule { source_name: src.name.to_string(), source_text: src.text.to_string(), spec, templates })
 }
@@ -466,16 +470,15 @@ pub fn is_kebab(s: &str) -> bool {
         && s.split('-').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
 }
 
-/// A compiled, cross-checked set of rules plus the op-argument role table.
-#[derive(Clone, Debug)]
+/// A compiled, cross-checked set of rules with its data: the op-argument role table,
+/// the families and the run-level notices.
+#[derive(Clone, Debug, Default)]
 pub struct Pack {
     rules: Vec<Rule>,
-    ops: Vec<OpSpec>,
-}
-
-/// Whether a source is the op-argument role table rather than a rule.
-fn is_ops_file(name: &str) -> bool {
-    name.ends_with("ops.toml")
+    ops: OpsFile,
+    families: Vec<FamilySpec>,
+    notices: NoticesFile,
+    ingest: IngestFile,
 }
 
 /// A pack decoded ahead of time, as JSON: every file of the pack by name, in source
@@ -497,83 +500,180 @@ struct PrecompiledFile<'a> {
 }
 
 impl Pack {
-    /// Compiles rule files; a source named `data/ops.toml` (or ending in `/ops.toml`)
-    /// is the op-argument role table. Later sources override earlier ones with the
-    /// same rule id. Cross-rule consistency (`related` ids) is checked by
-    /// [`crate::authoring::check`], not here: a dangling reference does not stop diagnosis.
+    /// Compiles rule and data files. Later sources override earlier ones with the same
+    /// rule id. Cross-rule consistency (`related` ids, examples) is checked by
+    /// `authoring::check`, not here: a dangling reference does not stop diagnosis.
     pub fn new(sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
-        Pack { rules: Vec::new(), ops: Vec::new() }.with(sources)
+        Pack::default().with(sources)
     }
 
     /// This pack plus `sources`, compiled as [`Pack::new`] does: a rule with an existing
-    /// id replaces it.
+    /// id replaces it; data files add to the pack's tables.
     pub fn with(mut self, sources: &[RuleSource<'_>]) -> Result<Pack, PackError> {
         for src in sources {
-            if is_ops_file(src.name) {
-                let f: OpsFile = toml::from_str(src.text).map_err(|e| {
-                    error_at(src, e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end().to_string())
-                })?;
-                self.ops.extend(f.op);
-            } else {
-                self.insert(compile_rule(*src)?);
+            match source_kind(src.name) {
+                SourceKind::Rule => {}
+                SourceKind::Ops => self.add_ops(parse(*src)?),
+                SourceKind::Families => self.add_families(parse(*src)?),
+                SourceKind::Notices => self.add_notices(parse(*src)?),
+                SourceKind::Ingest => self.add_ingest(parse(*src)?),
+                SourceKind::UnknownData => return Err(unknown_data(src)),
             }
+        }
+        for src in sources.iter().filter(|s| source_kind(s.name) == SourceKind::Rule) {
+            let rule = compile_rule(*src, &self.families)?;
+            self.insert(src, rule)?;
         }
         Ok(self)
     }
 
-    /// The pack from its precompiled form (JSON written by the build script: each rule
-    /// file's TOML as JSON, by file name, and the op tables) and the files it was
-    /// made from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML.
-    /// `None` when the two disagree (a file added, removed or renamed since), so the
-    /// caller can fall back to [`Pack::new`].
+    /// The pack from its precompiled form (see [`Precompiled`]) and the files it was made
+    /// from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML. `None`
+    /// when the two disagree (a file added, removed or renamed since, a value that does
+    /// not decode), so the caller can fall back to [`Pack::new`] and its located error.
     pub fn from_precompiled(sources: &[RuleSource<'_>], json: &str) -> Option<Pack> {
         let pre: Precompiled<'_> = serde_json::from_str(json).ok()?;
-        if pre.files.len() != sources.len() {
+        if pre.files.len() != sources.len() || sources.iter().zip(&pre.files).any(|(s, f)| s.name != f.name) {
             return None;
         }
-        let mut pack = Pack { rules: Vec::new(), ops: Vec::new() };
-        for (src, file) in sources.iter().zip(&pre.files) {
-            if file.name != src.name {
-                return None;
+        Pack::decode(
+            pre.files
+                .iter()
+                .map(|f| (f.name.as_str(), f.value.get(), sources.iter().find(|s| s.name == f.name).map(|s| s.text))),
+        )
+    }
+
+    /// The pack from its precompiled form alone (the WASM engine, which downloads no
+    /// TOML): rules carry no source text, so a problem found later points at line 1.
+    pub fn from_precompiled_json(json: &str) -> Option<Pack> {
+        let pre: Precompiled<'_> = serde_json::from_str(json).ok()?;
+        Pack::decode(pre.files.iter().map(|f| (f.name.as_str(), f.value.get(), None)))
+    }
+
+    fn decode<'a>(files: impl Iterator<Item = (&'a str, &'a str, Option<&'a str>)> + Clone) -> Option<Pack> {
+        let mut pack = Pack::default();
+        for (name, json, _) in files.clone() {
+            match source_kind(name) {
+                SourceKind::Rule => {}
+                SourceKind::Ops => pack.add_ops(serde_json::from_str(json).ok()?),
+                SourceKind::Families => pack.add_families(serde_json::from_str(json).ok()?),
+                SourceKind::Notices => pack.add_notices(serde_json::from_str(json).ok()?),
+                SourceKind::Ingest => pack.add_ingest(serde_json::from_str(json).ok()?),
+                SourceKind::UnknownData => return None,
             }
-            if is_ops_file(src.name) {
-                let f: OpsFile = serde_json::from_str(file.value.get()).ok()?;
-                pack.ops.extend(f.op);
-            } else {
-                let spec: RuleSpec = serde_json::from_str(file.value.get()).ok()?;
-                pack.insert(compile_spec(*src, spec).ok()?);
-            }
+        }
+        for (name, json, text) in files.filter(|(n, _, _)| source_kind(n) == SourceKind::Rule) {
+            let src = RuleSource { name, text: text.unwrap_or("") };
+            let spec: RuleSpec = serde_json::from_str(json).ok()?;
+            let rule = compile_spec(src, spec, &pack.families).ok()?;
+            pack.insert(&src, rule).ok()?;
         }
         Some(pack)
     }
 
-    /// Adds a rule; one with the same id is replaced where it stands.
-    fn insert(&mut self, rule: Rule) {
+    fn add_ops(&mut self, f: OpsFile) {
+        self.ops.op.extend(f.op);
+        self.ops.loss_callees.extend(f.loss_callees);
+        self.ops.factories.extend(f.factories);
+    }
+
+    fn add_families(&mut self, f: FamiliesFile) {
+        for fam in f.family {
+            match self.families.iter_mut().find(|x| x.id == fam.id) {
+                Some(x) => *x = fam,
+                None => self.families.push(fam),
+            }
+        }
+    }
+
+    fn add_ingest(&mut self, f: IngestFile) {
+        self.ingest.continuations.extend(f.continuations);
+    }
+
+    fn add_notices(&mut self, f: NoticesFile) {
+        let n = &mut self.notices;
+        n.unranked_initiator = f.unranked_initiator.or(n.unranked_initiator.take());
+        n.only_echoes = f.only_echoes.or(n.only_echoes.take());
+        n.caught_before_echoes = f.caught_before_echoes.or(n.caught_before_echoes.take());
+    }
+
+    /// Adds a rule; one with the same id is replaced where it stands. A second fallback
+    /// rule under another id is refused.
+    fn insert(&mut self, src: &RuleSource<'_>, rule: Rule) -> Result<(), PackError> {
+        if rule.spec.fallback {
+            if let Some(other) = self.rules.iter().find(|r| r.spec.fallback && r.id() != rule.id()) {
+                return Err(PackError::at(
+                    Code::Matches,
+                    src,
+                    locate(src.text, &[Seg::Key("fallback")]).unwrap_or(0),
+                    format!("`{}` is already the fallback rule; a pack has one", other.id()),
+                ));
+            }
+        }
         if let Some(existing) = self.rules.iter_mut().find(|r| r.id() == rule.id()) {
             *existing = rule;
         } else {
             self.rules.push(rule);
         }
+        Ok(())
     }
 
+    /// The rules, in pack order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
 
+    /// The rule with this id.
     pub fn rule(&self, id: &str) -> Option<&Rule> {
         self.rules.iter().find(|r| r.id() == id)
     }
 
+    /// The fallback rule, applied to exceptions no template matched.
+    pub fn fallback(&self) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.spec.fallback)
+    }
+
+    /// The op-argument role table.
     pub fn ops(&self) -> &[OpSpec] {
-        &self.ops
+        &self.ops.op
     }
 
     /// The role table entry for an ATen op name.
     pub fn op(&self, name: &str) -> Option<&OpSpec> {
-        self.ops.iter().find(|o| o.names.iter().any(|n| n == name))
+        self.ops.op.iter().find(|o| o.names.iter().any(|n| n == name))
+    }
+
+    /// Substrings of a callee that computes a loss (`data/ops.toml`).
+    pub(crate) fn loss_callees(&self) -> &[String] {
+        &self.ops.loss_callees
+    }
+
+    /// Tensor factories that create on the default device (`data/ops.toml`).
+    pub(crate) fn factories(&self) -> &[String] {
+        &self.ops.factories
+    }
+
+    /// The failure families.
+    pub fn families(&self) -> &[FamilySpec] {
+        &self.families
+    }
+
+    /// How lines continuing a C++ log record begin (`data/ingest.toml`).
+    pub(crate) fn continuations(&self) -> &[String] {
+        &self.ingest.continuations
+    }
+
+    /// The run-level notices.
+    pub(crate) fn notices(&self) -> &NoticesFile {
+        &self.notices
     }
 }
 
+fn unknown_data(src: &RuleSource<'_>) -> PackError {
+    PackError::at(Code::DataFile, src, 0, format!("unknown data file `{}`", src.name)).with_hint(
+        "a `data/` folder holds ops.toml, families.toml, notices.toml and ingest.toml; rule files go beside it",
+    )
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,9 +721,56 @@ Tried to allocate {bogus:req}'''
     #[test]
     fn template_errors_point_into_multiline_strings() {
         let src = RuleSource { name: "demo-rule.toml", text: RULE };
-        let e = compile_rule(src).unwrap_err();
-        assert_eq!((e.line, e.col), (18, 20), "{}", e.report());
-        assert!(e.message.contains("template"), "{}", e.message);
+        let e = compile_rule(src, &[]).unwrap_err();
+        assert_eq!((e.line(), e.column(), e.code()), (18, 20, "template"), "{}", e.report());
+        assert!(e.message().contains("template"), "{}", e.message());
+    }
+
+    #[test]
+    fn data_files_are_known_by_their_folder_not_a_suffix() {
+        let table = [
+            ("data/ops.toml", SourceKind::Ops),
+            ("my/rules/data/families.toml", SourceKind::Families),
+            ("data\\notices.toml", SourceKind::Notices),
+            ("data/other.toml", SourceKind::UnknownData),
+            ("custom-ops.toml", SourceKind::Rule),
+            ("dataloader-drops.toml", SourceKind::Rule),
+            ("/home/u/data/rules/x.toml", SourceKind::Rule),
+        ];
+        for (name, want) in table {
+            assert_eq!(source_kind(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_family_must_be_in_the_packs_families() {
+        let fams = "[[family]]\nid = \"cuda-oom\"\narea = \"memory\"\ntext = \"t\"\n";
+        let ok = RULE.replace("Tried to allocate {bogus:req}", "Tried to allocate {size:req}");
+        let sources =
+            [RuleSource { name: "demo-rule.toml", text: &ok }, RuleSource { name: "data/families.toml", text: fams }];
+        assert!(Pack::new(&sources).is_ok(), "families load before rules, whatever the order");
+        let bad = ok.replace("family = \"cuda-oom\"", "family = \"cuda-omm\"");
+        let e = Pack::new(&[
+            RuleSource { name: "data/families.toml", text: fams },
+            RuleSource { name: "demo-rule.toml", text: &bad },
+        ])
+        .unwrap_err();
+        assert_eq!((e.code(), e.line()), ("family", 2), "{}", e.report());
+        let e = Pack::new(&[RuleSource { name: "data/extra.toml", text: "" }]).unwrap_err();
+        assert_eq!(e.code(), "data-file");
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_column() {
+        let line = format!("title = \"{}{{nope}}{}\"", "x".repeat(5000), "y".repeat(5000));
+        let src = RuleSource { name: "r.toml", text: &line };
+        let e = PackError::at(Code::Placeholder, &src, 5009, "placeholder");
+        let report = e.report();
+        assert!(report.len() < 600, "{} bytes", report.len());
+        let caret_line = report.lines().find(|l| l.trim_end().ends_with('^')).unwrap();
+        let text_line = report.lines().find(|l| l.contains("{nope}")).unwrap();
+        let caret = caret_line.chars().count() - 1;
+        assert_eq!(text_line.chars().nth(caret), Some('{'), "{report}");
     }
 
     fn precompiled_json(sources: &[RuleSource<'_>]) -> String {

@@ -191,19 +191,10 @@ impl Template {
         }
     }
 
-    /// The template text as written.
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
-    /// The compiled pieces.
-    pub fn pieces(&self) -> &[Piece] {
-        &self.pieces
-    }
-
     /// The literal the prefilter searches for: the longest word of the template's
     /// leading literal text (`variables` rather than `one` in `one of the variables
     /// needed ...`), so that common words do not make every line a candidate.
+    #[cfg(test)]
     pub fn anchor(&self) -> &str {
         self.anchors().first().map(|&(_, w)| w).unwrap_or("")
     }
@@ -266,6 +257,7 @@ impl Template {
     /// Where the template would start, given an occurrence of its anchor at
     /// `anchor_pos`: walks back over the leading words before the anchor (each after
     /// any run of whitespace). `None` when the text before does not fit.
+    #[cfg(test)]
     pub fn start_for(&self, hay: &str, anchor_pos: usize) -> Option<usize> {
         self.start_for_word(hay, anchor_pos, self.anchors.first().copied().unwrap_or(0))
     }
@@ -321,6 +313,7 @@ impl Template {
     }
 
     /// Finds the first match at or after `from`, trying the places its anchors occur.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
         let first_via = |word: usize, anchor: &str| {
             let mut pos = from;
@@ -339,7 +332,30 @@ impl Template {
         self.anchors().into_iter().filter_map(|(word, anchor)| first_via(word, anchor)).min_by_key(|m| m.start)
     }
 
+    /// The leading literal words (before the first capture or group), as one text.
+    pub fn lead_text(&self) -> String {
+        (0..self.lead.len()).map(|k| self.word(k)).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Every capture: its name, kind and whether it appends to a list.
+    pub fn capture_specs(&self) -> Vec<(&str, Kind, bool)> {
+        fn walk<'a>(ps: &'a [Piece], out: &mut Vec<(&'a str, Kind, bool)>) {
+            for p in ps {
+                match p {
+                    Piece::Capture { kind, name, list } => out.push((name, *kind, *list)),
+                    Piece::Opt(s) => walk(s, out),
+                    Piece::Alt(alts) => alts.iter().for_each(|s| walk(s, out)),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.pieces, &mut out);
+        out
+    }
+
     /// Names of every capture, with their kinds.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn captures(&self) -> Vec<(&str, Kind)> {
         fn walk<'a>(ps: &'a [Piece], out: &mut Vec<(&'a str, Kind)>) {
             for p in ps {
