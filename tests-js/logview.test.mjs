@@ -1,7 +1,12 @@
-// Unit tests of the page's log-excerpt helpers (pure JS, no browser).
+// Unit tests of the page's log-excerpt helpers (no browser; the engine's WASM module,
+// which cleans lines for display, is loaded the way the worker loads it).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { displayLine, excerpts, splitLines } from "../wasm/www/logview.js";
+import { initSync } from "../wasm/www/pkg/torchdx_wasm.js";
+
+initSync({ module: readFileSync(new URL("../wasm/www/pkg/torchdx_wasm_bg.wasm", import.meta.url)) });
+const { displayLine, excerpts, splitLines } = await import("../wasm/www/logview.js");
 
 test("splitLines numbers lines as the engine does", () => {
   assert.deepEqual(splitLines(""), []);

@@ -23,24 +23,27 @@ test("both packages are npm-shaped", () => {
   assert.equal(JSON.parse(read("wasm/pkg-node/package.json")).type, "commonjs");
 });
 
-test("the built-in rule pack ships beside the .wasm, not in it", async () => {
-  // The same pack in both packages (ES module for pkg, CommonJS for pkg-node).
+test("the built-in rule pack ships precompiled beside the .wasm, not in it", async () => {
+  // The same pack in both packages (ES module for pkg, CommonJS for pkg-node), as the
+  // JSON text torchdx-rules builds: no TOML is parsed before the first diagnosis.
   const esm = (await import(pathToFileURL(join(root, "wasm/pkg/torchdx_rules.js")).href)).default;
   const cjs = require(join(root, "wasm/pkg-node/torchdx_rules.js"));
-  assert.deepEqual(esm, cjs);
-  assert.ok(esm.length > 1 && esm.every((f) => f.length === 2 && f[0].endsWith(".toml") && typeof f[1] === "string"));
-  assert.ok(esm.some(([name]) => name === "data/ops.toml"), "the op-argument role table");
+  assert.equal(esm, cjs);
+  const pack = JSON.parse(esm);
+  const names = pack.files.map((f) => f.name);
+  assert.ok(names.includes("data/ops.toml") && names.includes("data/families.toml"), "the data files");
   for (const dir of ["wasm/pkg", "wasm/pkg-node"]) {
     const pkg = JSON.parse(read(`${dir}/package.json`));
     assert.ok(pkg.files.includes("torchdx_rules.js") && pkg.files.includes("snippets/"), `${dir}/package.json files`);
     // The .wasm embeds none of it (wasm/build.sh checks the same before binding).
-    const check = spawnSync(process.execPath, [join(root, "wasm/rules-bundle.mjs"), "--absent-from", join(root, dir, "torchdx_wasm_bg.wasm")], { encoding: "utf8" });
+    const bin = join(root, "target/release/torchdx");
+    const check = spawnSync(bin, ["rules", "bundle", "--absent-from", join(root, dir, "torchdx_wasm_bg.wasm")], { encoding: "utf8" });
     assert.equal(check.status, 0, check.stderr);
   }
   // The engine sees every rule file of the pack, under its name.
   const dx = require(join(root, "wasm/pkg-node/torchdx_wasm.js"));
   const sources = dx.rules().map((r) => r.source).sort();
-  assert.deepEqual(sources, esm.map(([name]) => name).filter((n) => n !== "data/ops.toml").sort());
+  assert.deepEqual(sources, names.filter((n) => !n.startsWith("data/")).sort());
 });
 
 test("the .d.ts declares the report types generated from Rust, and optional options", () => {
@@ -66,6 +69,8 @@ test("pkg-node API: diagnose, diagnoseJson, explain, rules, version, extra rules
   assert.equal(dx.explain("device-mismatch").id, "device-mismatch");
   assert.equal(dx.explain("no-such-rule"), undefined);
   assert.match(dx.explainMarkdown("device-mismatch"), /^# device-mismatch: /);
+  assert.equal(dx.displayLine("\u001b[31mRuntimeError\u001b[0m: x\r"), "RuntimeError: x");
+  assert.equal(dx.displayLine("epoch 1  10%\repoch 1 100%"), "epoch 1 100%");
   assert.match(dx.version(), /^\d+\.\d+\.\d+/);
 
   const rules = [{ name: "frobnicator-failed.toml", text: read("tests-js/rules/frobnicator-failed.toml") }];

@@ -43,7 +43,7 @@ proptest! {
         let r = engine().diagnose_bytes(&bytes);
         for f in &r.findings {
             prop_assert!(f.location.line >= 1 && f.location.line <= f.location.end_line);
-            prop_assert!(f.location.end_line as u64 <= r.input.lines.max(1));
+            prop_assert!(f.location.end_line <= r.input.lines.max(1));
         }
         prop_assert!(r.initiating.is_none_or(|i| i < r.findings.len()));
     }

@@ -35,7 +35,7 @@ fn fuzz_regressions_replay() {
             // The invariants the `diagnose` fuzz target asserts.
             let r = engine.diagnose_bytes(&data);
             assert!(r.initiating.is_none_or(|i| i < r.findings.len()), "{name}");
-            let lines = (r.input.lines as u32).max(1);
+            let lines = r.input.lines.max(1);
             for f in &r.findings {
                 let l = &f.location;
                 assert!(l.line >= 1 && l.line <= l.end_line.max(1) && l.end_line <= lines, "{name}: {} at {l:?}", f.id);

@@ -11,9 +11,10 @@
 # module that fails at instantiation). Fails when the gzipped .wasm exceeds the budget
 # (TORCHDX_WASM_BUDGET_STRICT=0: only warn).
 #
-# The built-in rule pack is not in the .wasm: each package gets it as torchdx_rules.js
-# (written by wasm/rules-bundle.mjs from rules/, as core embeds it natively), which the
-# package's JS snippet (wasm/js/builtin-rules.js) hands to the engine on first use.
+# The built-in rule pack is not in the .wasm: each package gets its precompiled form as
+# torchdx_rules.js (written by `torchdx rules bundle` from the torchdx-rules crate, the
+# pack the CLI embeds), which the package's JS snippet (wasm/js/builtin-rules.js) hands
+# to the engine on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -45,10 +46,13 @@ WASM="$TARGET_DIR/wasm32-unknown-unknown/$PROFILE/torchdx_wasm.wasm"
 [ -f "$WASM" ] || die "no $WASM after the build"
 VERSION=$(cargo metadata "${LOCKED[@]}" --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).packages.find(p=>p.name==="torchdx-wasm").version))')
 
-# The rule pack must not be embedded as well (a call to core's Engine::builtin,
-# Engine::with_extra or builtin_sources would bring it back, 160 KB gzip).
-node wasm/rules-bundle.mjs --absent-from "$WASM" ||
-  die "the package must get the built-in rules from torchdx_rules.js, not from core's builtin_sources()"
+# The CLI writes the pack beside the module (and checks it is not inside it).
+cargo build "${LOCKED[@]}" --release -p torchdx
+TORCHDX="$TARGET_DIR/release/torchdx"
+# The rule pack must not be embedded as well (core's `builtin` feature would bring it
+# back, 160 KB gzip).
+"$TORCHDX" rules bundle --absent-from "$WASM" ||
+  die "the package must get the built-in rules from torchdx_rules.js, not from core's builtin feature"
 
 # ---- bindings
 rm -rf wasm/pkg wasm/pkg-node wasm/www/pkg
@@ -56,8 +60,8 @@ wasm-bindgen --target web --out-dir wasm/pkg "$WASM"
 wasm-bindgen --target nodejs --out-dir wasm/pkg-node "$WASM"
 
 # ---- the built-in rule pack, beside the .wasm instead of inside it
-node wasm/rules-bundle.mjs wasm/pkg/torchdx_rules.js esm
-node wasm/rules-bundle.mjs wasm/pkg-node/torchdx_rules.js cjs
+"$TORCHDX" rules bundle --out wasm/pkg/torchdx_rules.js --module esm
+"$TORCHDX" rules bundle --out wasm/pkg-node/torchdx_rules.js --module cjs
 # wasm-bindgen's nodejs target require()s the snippet: give pkg-node its CommonJS twin.
 snippet=$(find wasm/pkg-node/snippets -path '*/js/builtin-rules.js' 2>/dev/null || true)
 [ -n "$snippet" ] && [ "$(printf '%s\n' "$snippet" | wc -l)" = 1 ] ||

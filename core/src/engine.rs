@@ -13,8 +13,8 @@
 
 use crate::grammar;
 use crate::infer;
-use crate::ingest::window::Window;
-use crate::report::{Input, Report, SCHEMA};
+use crate::ingest::window::{Limits, Window};
+use crate::report::{Input, Report, Schema};
 use crate::rules::evidence::LogFacts;
 use crate::rules::matching;
 use crate::rules::pack::Pack;
@@ -39,11 +39,60 @@ pub fn builtin_pack() -> Result<Pack, PackError> {
     }
 }
 
-/// A compiled rule pack with its prefilter. Build once, diagnose many logs.
+/// A compiled rule pack with its prefilter. Build once, diagnose many logs; an engine is
+/// `Send + Sync`, so threads can share one.
 #[derive(Clone, Debug)]
 pub struct Engine {
     pack: Pack,
     prefilter: Prefilter,
+    limits: Limits,
+}
+
+/// Builds an [`Engine`] with settings other than the defaults.
+///
+/// ```
+/// use torchdx_core::{EngineBuilder, Limits};
+/// let engine = EngineBuilder::new(torchdx_core::builtin_pack().unwrap())
+///     .limits(Limits { follow_lines: 200, ..Limits::default() })
+///     .build();
+/// let report = engine.diagnose("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!");
+/// assert_eq!(report.primary().map(|f| f.family.as_str()), Some("device-mismatch"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct EngineBuilder {
+    pack: Pack,
+    prefilter: bool,
+    limits: Limits,
+}
+
+impl EngineBuilder {
+    /// A builder over a compiled pack, with the default settings.
+    pub fn new(pack: Pack) -> EngineBuilder {
+        EngineBuilder { pack, prefilter: true, limits: Limits::default() }
+    }
+
+    /// Whether templates run only where the prefilter's literals hit (the default).
+    /// Off, every line is kept and every position tried: for differential tests that
+    /// prove the prefilter never hides a match.
+    pub fn prefilter(mut self, on: bool) -> EngineBuilder {
+        self.prefilter = on;
+        self
+    }
+
+    /// The memory bounds of each diagnosis.
+    pub fn limits(mut self, limits: Limits) -> EngineBuilder {
+        self.limits = limits;
+        self
+    }
+
+    /// Compiles the prefilter and returns the engine.
+    pub fn build(self) -> Engine {
+        let mut e = Engine::compile(self.pack, self.limits);
+        if !self.prefilter {
+            e.prefilter.disable();
+        }
+        e
+    }
 }
 
 impl Engine {
@@ -63,8 +112,12 @@ impl Engine {
         Ok(Engine::new(builtin_pack()?.with(extra)?))
     }
 
-    /// An engine over any compiled pack.
+    /// An engine over any compiled pack, with the default settings.
     pub fn new(pack: Pack) -> Engine {
+        Engine::compile(pack, Limits::default())
+    }
+
+    fn compile(pack: Pack, limits: Limits) -> Engine {
         // Texts asked about anywhere in the log: by the facts rules declare, and by
         // their cases' `log_contains`.
         let mut needles: Vec<String> = Vec::new();
@@ -80,11 +133,11 @@ impl Engine {
             }
         }
         let prefilter = Prefilter::new(&pack, grammar::TRIGGERS, needles);
-        Engine { pack, prefilter }
+        Engine { pack, prefilter, limits }
     }
 
     /// Turns the prefilter off (every position is tried): for differential tests that
-    /// prove the prefilter never hides a match.
+    /// prove the prefilter never hides a match ([`EngineBuilder::prefilter`]).
     pub fn without_prefilter(mut self) -> Engine {
         self.prefilter.disable();
         self
@@ -111,7 +164,7 @@ impl Engine {
     /// Starts an incremental diagnosis: feed chunks of any size, then finish.
     pub fn stream(&self) -> Diagnoser<'_> {
         let continuations = self.pack.continuations().to_vec();
-        Diagnoser { engine: self, window: Window::new(self.prefilter.needles().len(), continuations) }
+        Diagnoser { engine: self, window: Window::new(self.prefilter.needles().len(), continuations, self.limits) }
     }
 
     /// The literals the streaming scan searches for (anchors, structure, needles): what a
@@ -146,13 +199,13 @@ impl Diagnoser<'_> {
         for k in &r.kept {
             e.prefilter.mark_needles(&k.line.text, &mut r.seen);
         }
-        let input = Input { bytes: r.bytes, lines: u64::from(r.lines), ranks: r.ranks, truncated_lines: r.truncated };
+        let input = Input { bytes: r.bytes, lines: r.lines, ranks: r.ranks, truncated_lines: r.truncated };
         let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
         let log = LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty() };
         let drafts = infer::findings(&e.pack, &streams, &log);
         let roles = infer::roles(drafts, &input.ranks, e.pack.notices());
         Report {
-            schema: SCHEMA.to_string(),
+            schema: Schema,
             input,
             initiating: roles.initiating,
             findings: roles.findings,
@@ -164,6 +217,29 @@ impl Diagnoser<'_> {
 #[cfg(all(test, feature = "builtin"))]
 mod tests {
     use super::*;
+
+    /// Embedders share one engine across threads; diagnosers and reports move freely.
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn both<T: Send + Sync>() {}
+        both::<Engine>();
+        both::<EngineBuilder>();
+        both::<Diagnoser<'static>>();
+        both::<Report>();
+        both::<Pack>();
+        both::<PackError>();
+        both::<crate::Finding>();
+        let engine = Engine::builtin();
+        let log = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!";
+        let want = engine.diagnose(log).to_json();
+        assert!(engine.diagnose(log).primary().is_some());
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4).map(|_| s.spawn(|| engine.diagnose(log).to_json())).collect();
+            for h in handles {
+                assert_eq!(h.join().unwrap(), want);
+            }
+        });
+    }
 
     #[test]
     fn the_precompiled_builtin_pack_is_the_toml_pack() {

@@ -17,6 +17,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 /// What was replaced, for the summary `torchdx redact` prints.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Redacted {
+    /// The log with secrets and identities replaced.
     pub text: String,
     /// Placeholder → how many times it was used.
     pub counts: BTreeMap<String, usize>,
@@ -36,11 +37,15 @@ pub fn redact(text: &str) -> Redacted {
         learn_users(line, &mut users);
         learn_hosts(line, &mut hosts);
     }
-    // Replace learned names everywhere (longest first so `node01` wins over `node0`).
+    // Replace learned names (longest first so `node01` wins over `node0`): hosts as
+    // whole words anywhere, user names only where a user name stands (after a home
+    // prefix, before `@`): a user called `ops` or `data` must not turn `torch.ops` or
+    // `/mnt/data` into `<user>`.
     let mut pats: Vec<(String, String)> = Vec::new();
     for u in &users {
         pats.push((u.clone(), "<user>".to_string()));
     }
+
     for (i, h) in hosts.iter().enumerate() {
         pats.push((h.clone(), format!("<host{}>", i + 1)));
     }
@@ -61,6 +66,11 @@ pub fn redact(text: &str) -> Redacted {
             let after = text[m.end()..].chars().next();
             let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
             if word(before) || word(after) {
+                continue;
+            }
+            let pat = &pats[m.pattern().as_usize()];
+            let user_pos = HOME_PREFIXES.iter().any(|p| text[..m.start()].ends_with(p)) || after == Some('@');
+            if pat.1 == "<user>" && !user_pos {
                 continue;
             }
             s.push_str(&text[last..m.start()]);
@@ -332,6 +342,16 @@ mod tests {
         );
         assert_eq!(t.lines().count(), log.lines().count());
         assert_eq!(redact(t).text, *t, "redaction is stable on its own output");
+    }
+
+    /// A user name that is an ordinary word is replaced in its path, not everywhere.
+    #[test]
+    fn a_user_name_is_replaced_where_it_stands_only() {
+        let log = "  File \"/home/ops/gnn/train.py\", line 5\n    torch.ops.load_library(spec.origin)\nssh ops@gpu-3 ok; /mnt/ops/data\n";
+        let t = redact(log).text;
+        assert!(t.contains("/home/<user>/gnn/train.py"), "{t}");
+        assert!(t.contains("torch.ops.load_library") && t.contains("/mnt/ops/data"), "{t}");
+        assert!(t.contains("<user>@"), "{t}");
     }
 
     #[test]

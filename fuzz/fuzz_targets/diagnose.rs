@@ -12,7 +12,7 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 fuzz_target!(|data: &[u8]| {
     let engine = ENGINE.get_or_init(Engine::builtin);
     let report = engine.diagnose_bytes(data);
-    let lines = report.input.lines as u32;
+    let lines = report.input.lines;
     for f in &report.findings {
         assert!(f.location.line >= 1 && f.location.line <= f.location.end_line.max(1));
         assert!(f.location.end_line <= lines.max(1));

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
                     for t in [&s.title, &s.mechanism, &s.fix, &s.verify, &s.prevent, &s.next_action] {
                         let _ = render_lossy(t, &ctx);
                     }
-                    for t in &r.templates {
+                    for t in r.templates() {
                         for e in &s.examples {
                             let _ = t.find(&e.log, 0);
                         }
@@ -26,8 +26,8 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => {
                 // Locations are 1-based and inside the file.
-                assert!(e.line >= 1 && e.col >= 1);
-                assert!(e.line <= text.lines().count().max(1) + 1);
+                assert!(e.line() >= 1 && e.column() >= 1);
+                assert!(e.line() <= text.lines().count().max(1) + 1);
             }
         }
     }

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     // Template and haystack separated by the first NUL (or the whole text as both).
     let (tpl, hay) = text.split_once('\0').unwrap_or((text, text));
     if let Ok(t) = Template::parse(tpl) {
-        let _ = t.captures();
+        let _ = t.capture_specs();
         if let Some(m) = t.find(hay, 0) {
             assert!(m.start <= m.end && m.end <= hay.len());
         }

@@ -762,43 +762,37 @@ function renderRuleList() {
 
 function showRule(id) {
   let rule;
+  let entry;
   try {
     rule = engine.explain(id);
+    entry = engine.explainMarkdown(id);
   } catch (e) {
     rule = undefined;
   }
   els.ruleDetail.hidden = false;
-  if (!rule) {
+  if (!rule || !entry) {
     els.ruleDetail.replaceChildren(h("p", {}, "No rule with id ", h("code", {}, id), "."));
     return;
   }
-  const text = (title, value) => (value ? h("section", {}, h("h4", {}, title), h("div", { class: "md" }, markdown(value))) : null);
-  const list = (title, items, render = (x) => inline(x)) =>
-    items && items.length ? h("section", {}, h("h4", {}, title), h("ul", {}, items.map((x) => h("li", {}, render(x))))) : null;
+  // The encyclopedia entry as the engine renders it (placeholders shown as their
+  // fallback or ‹name›, as `torchdx explain` prints them); the examples below it get a
+  // button that diagnoses them.
+  const body = entry.split("\n## Examples")[0];
   els.ruleDetail.replaceChildren(
     h(
       "div",
       { class: "section-head" },
-      h("h3", {}, rule.title),
+      h(
+        "div",
+        { class: "meta" },
+        h("code", {}, rule.id),
+        rule.family !== rule.id ? h("span", { class: "family" }, rule.family) : null,
+        confidenceChip(rule.confidence),
+        rule.collateral ? h("span", { class: "chip" }, "usually collateral") : null,
+      ),
       h("button", { type: "button", class: "link", onclick: () => (els.ruleDetail.hidden = true) }, "Back to the list"),
     ),
-    h(
-      "div",
-      { class: "meta" },
-      h("code", {}, rule.id),
-      rule.family !== rule.id ? h("span", { class: "family" }, rule.family) : null,
-      confidenceChip(rule.confidence),
-      rule.collateral ? h("span", { class: "chip" }, "usually collateral") : null,
-    ),
-    h("p", {}, inline(rule.summary)),
-    list("Messages it recognises", rule.match, (m) => [h("code", { class: "template" }, m.template), m.torch ? h("span", { class: "muted" }, ` torch ${m.torch}`) : null]),
-    text("Mechanism", rule.mechanism),
-    list("Checklist", rule.checklist),
-    text("Fix", rule.fix),
-    text("Verify", rule.verify),
-    text("Prevent", rule.prevent),
-    list("What the log may not show", rule.missing),
-    text("Next action", rule.next_action),
+    h("div", { class: "md rule-entry" }, markdown(body)),
     rule.related && rule.related.length
       ? h("section", {}, h("h4", {}, "Related"), h("div", { class: "related" }, rule.related.map((r) => h("button", { type: "button", class: "chip link-chip", onclick: () => showRule(r) }, r))))
       : null,

@@ -44,6 +44,11 @@ export class Engine {
     return dx.explain(id, this.options);
   }
 
+  /** A rule's encyclopedia entry as Markdown, rendered by the engine. */
+  explainMarkdown(id) {
+    return dx.explainMarkdown(id, this.options);
+  }
+
   /** Checks and installs an extra rule pack (throws with `file:line:col: message`). */
   setExtraRules(files) {
     const options = files && files.length ? { rules: files } : undefined;

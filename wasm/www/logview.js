@@ -2,24 +2,18 @@
 //
 // Line numbers follow the engine's: the input split on "\n", 1-based, a final empty line
 // after a trailing newline not counted. For display a line is cleaned the way a terminal
-// shows it: a trailing "\r" dropped, "\r" progress-bar overwrites reduced to the last
-// non-empty segment, ANSI colour codes removed.
+// shows it, by the engine itself (`displayLine` of the WASM package: "\r" progress-bar
+// overwrites reduced to the last non-empty segment, ANSI colour codes removed, also
+// those whose ESC byte a paste lost), so the page shows what the engine read.
 
-// CSI sequences (colours, cursor moves), OSC sequences, and the "[0m"-style leftovers of
-// codes whose ESC byte got lost in a copy-paste.
-const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-_]|\[\d{1,3}(?:;\d{1,3})*m/g;
+import { displayLine as clean } from "./pkg/torchdx_wasm.js";
 
 /** Longest line shown; longer lines are cut with an ellipsis. */
 export const MAX_SHOWN = 2000;
 
 /** What a terminal would show for one raw line. */
 export function displayLine(raw) {
-  let s = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-  if (s.includes("\r")) {
-    const parts = s.split("\r").filter((p) => p.trim() !== "");
-    s = parts.length ? parts[parts.length - 1] : "";
-  }
-  s = s.replace(ANSI, "");
+  const s = clean(raw);
   return s.length > MAX_SHOWN ? s.slice(0, MAX_SHOWN) + " …" : s;
 }
 

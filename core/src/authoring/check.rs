@@ -154,14 +154,45 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
         }
     }
     let engine = Engine::new(pack);
+    let mut exercised: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for rule in engine.pack().rules().iter().filter(|r| ours.contains(r.source_name.as_str())) {
-        check_examples(&engine, rule, &mut out);
+        check_examples(&engine, rule, &mut out, &mut exercised);
+    }
+    for rule in engine.pack().rules().iter().filter(|r| ours.contains(r.source_name.as_str())) {
+        check_coverage(rule, exercised.get(rule.id()), &mut out);
     }
     out
 }
 
-/// Runs a rule's examples and checks what they cover.
-fn check_examples(engine: &Engine, rule: &Rule, out: &mut CheckReport) {
+/// Every named case and culprit case of a rule must be exercised by some example of the
+/// pack: a finding of this rule that came from it, in the report of a passing example
+/// (of any rule: a case that shapes an echo shows in the example of the failure it
+/// echoes), or the declared case of a known miss.
+fn check_coverage(rule: &Rule, exercised: Option<&BTreeSet<String>>, out: &mut CheckReport) {
+    let src = RuleSource { name: &rule.source_name, text: &rule.source_text };
+    let named = rule.spec.cases.iter().enumerate().map(|(i, c)| (i, &c.name, "case", Seg::Key("case")));
+    let decisions =
+        rule.spec.culprit_cases.iter().enumerate().map(|(i, c)| (i, &c.name, "culprit case", Seg::Key("culprit_case")));
+    for (i, name, what, table) in named.chain(decisions) {
+        if !exercised.is_some_and(|e| e.contains(name)) {
+            out.diagnostics.push(diag(
+                &src,
+                Code::Examples,
+                pack::locate(src.text, &[table, Seg::Index(i), Seg::Key("name")]).unwrap_or(0),
+                format!("{what} `{name}` is exercised by no example"),
+                Some("add an `expect = \"match\"` example with `case = \"...\"` that reaches it (or `todo = true` when it cannot yet)"),
+            ));
+        }
+    }
+}
+
+/// Runs a rule's examples, checks each, and records which cases their findings used.
+fn check_examples(
+    engine: &Engine,
+    rule: &Rule,
+    out: &mut CheckReport,
+    exercised: &mut BTreeMap<String, BTreeSet<String>>,
+) {
     let src = RuleSource { name: &rule.source_name, text: &rule.source_text };
     if rule.spec.examples.is_empty() {
         out.diagnostics.push(diag(
@@ -174,16 +205,20 @@ fn check_examples(engine: &Engine, rule: &Rule, out: &mut CheckReport) {
         return;
     }
     let mut any_match = false;
-    let mut exercised: BTreeSet<String> = BTreeSet::new();
     for ex in &rule.spec.examples {
         let run = run_example(engine, rule, ex);
         if ex.expect == Expect::Match && run.status == Status::Validated {
             any_match = true;
-            exercised.extend(run.cases.0.iter().chain(&run.cases.1).cloned());
+        }
+        if run.status == Status::Validated {
+            for f in run.report.iter().flat_map(|r| &r.findings) {
+                let used = f.trace.case.iter().chain(&f.trace.culprit_case).cloned();
+                exercised.entry(f.id.clone()).or_default().extend(used);
+            }
         }
         if run.status == Status::KnownMiss {
             // A known miss exercises the case it declares, by intent.
-            exercised.extend(ex.case.iter().cloned());
+            exercised.entry(rule.id().to_string()).or_default().extend(ex.case.iter().cloned());
         }
         if let Some(f) = run.report.as_ref().and_then(Report::primary).filter(|p| p.id == rule.id()) {
             for (what, items) in [("checklist", &f.checklist), ("missing", &f.missing)] {
@@ -226,20 +261,6 @@ fn check_examples(engine: &Engine, rule: &Rule, out: &mut CheckReport) {
             format!("rule `{}` matches none of its examples", rule.id()),
             Some("run `torchdx rules test` to see what each example produced"),
         ));
-    }
-    let named = rule.spec.cases.iter().enumerate().map(|(i, c)| (i, &c.name, "case", Seg::Key("case")));
-    let decisions =
-        rule.spec.culprit_cases.iter().enumerate().map(|(i, c)| (i, &c.name, "culprit case", Seg::Key("culprit_case")));
-    for (i, name, what, table) in named.chain(decisions) {
-        if !exercised.contains(name) {
-            out.diagnostics.push(diag(
-                &src,
-                Code::Examples,
-                pack::locate(src.text, &[table, Seg::Index(i), Seg::Key("name")]).unwrap_or(0),
-                format!("{what} `{name}` is exercised by no example"),
-                Some("add an `expect = \"match\"` example with `case = \"...\"` that reaches it (or `todo = true` when it cannot yet)"),
-            ));
-        }
     }
 }
 

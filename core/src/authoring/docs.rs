@@ -1,6 +1,7 @@
 //! Rule documentation: a rule's encyclopedia entry as Markdown, for `torchdx explain`,
 //! the generated `docs/rules/` pages and the web page's rule browser. Placeholders are
-//! rendered for a reader without a log ([`render_docs`]).
+//! rendered for a reader without a log: a placeholder shows its fallback, or its name
+//! in angle quotes (`‹argument›`).
 
 use std::fmt::Write;
 
@@ -88,6 +89,12 @@ pub fn explain_markdown(rule: &Rule) -> String {
 
 fn first_line(s: &str) -> &str {
     s.trim().lines().next().unwrap_or("")
+}
+
+/// Rule text as the docs show it, without a log: a placeholder reads as its fallback,
+/// or its name in angle quotes (`‹argument›`). For titles and summaries in rule lists.
+pub fn for_reader(text: &str) -> String {
+    render_docs(text)
 }
 
 /// The generated docs: one page per rule, the keys page and the hub (grouped by the

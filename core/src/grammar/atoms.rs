@@ -201,15 +201,39 @@ pub fn qualname(i: &str) -> IResult<&str, &str> {
 
 /// A file path without spaces (`../aten/src/ATen/native/cuda/Loss.cu`, `C:\x\y.py`).
 pub fn path(i: &str) -> IResult<&str, &str> {
-    let (_, p) =
-        take_while1(|c: char| !c.is_whitespace() && !matches!(c, ',' | '"' | '\'' | '`' | ')' | '(' | '<' | '>'))
-            .parse(i)?;
+    // A path ends at whitespace, quotes, brackets or `<`, except where a redaction
+    // placeholder stands in it (`/home/<user>/...`): a redacted log reads the same.
+    let mut end = 0;
+    let bytes = i.as_bytes();
+    while end < i.len() {
+        let c = i[end..].chars().next().unwrap_or(' ');
+        if c == '<' {
+            if let Some(len) = placeholder_len(&bytes[end..]) {
+                end += len;
+                continue;
+            }
+            break;
+        }
+        if c.is_whitespace() || matches!(c, ',' | '"' | '\'' | '`' | ')' | '(' | '>') {
+            break;
+        }
+        end += c.len_utf8();
+    }
     // A trailing `:` or `.` belongs to the sentence, not the path.
-    let trimmed = p.trim_end_matches([':', '.']);
+    let trimmed = i[..end].trim_end_matches([':', '.']);
     if trimmed.is_empty() {
         return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::TakeWhile1)));
     }
     Ok((&i[trimmed.len()..], trimmed))
+}
+
+/// The length of a redaction placeholder (`<user>`, `<host3>`, `<ip1>`, `<email2>`,
+/// `<secret>`) at the start of `b`.
+fn placeholder_len(b: &[u8]) -> Option<usize> {
+    let close = b.iter().take(12).position(|&c| c == b'>')?;
+    let name = std::str::from_utf8(&b[1..close]).ok()?;
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    matches!(stem, "user" | "host" | "ip" | "email" | "secret").then_some(close + 1)
 }
 
 /// Any run of non-whitespace characters.
@@ -290,5 +314,7 @@ mod tests {
         assert_eq!(dtype("c10::Half").unwrap().1, "c10::Half");
         assert_eq!(dtype("torch.float32,").unwrap().1, "torch.float32");
         assert_eq!(path("../aten/src/Loss.cu:250:").unwrap().1, "../aten/src/Loss.cu:250");
+        assert_eq!(path("/home/<user>/env/_C.so)").unwrap().1, "/home/<user>/env/_C.so");
+        assert_eq!(path("10.1.2.3<34567>").unwrap().1, "10.1.2.3");
     }
 }

@@ -37,6 +37,7 @@ impl Call {
 pub struct Line {
     /// Names assigned to (`loss` in `loss = ...`; `a, b` gives both).
     pub targets: Vec<String>,
+    /// The calls, outermost first.
     pub calls: Vec<Call>,
 }
 

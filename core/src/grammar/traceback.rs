@@ -23,7 +23,9 @@ const MAX_MESSAGE_LINES: usize = 400;
 pub struct Frame {
     /// The file as printed (or `In[3]` for a notebook cell).
     pub file: String,
+    /// The line number, when printed.
     pub line: Option<u32>,
+    /// The function (`<module>` at top level), when printed.
     pub func: Option<String>,
     /// The source line shown under the frame, trimmed.
     pub code: Option<String>,
@@ -74,8 +76,9 @@ pub struct Exception {
     pub class: String,
     /// The message: the rest of the exception line and its continuation lines.
     pub message: String,
-    /// Stream line indices of the exception line and the message's last line.
+    /// Stream line index of the exception line.
     pub first: usize,
+    /// Stream line index of the message's last line.
     pub last: usize,
 }
 
@@ -106,8 +109,11 @@ pub struct Traceback {
     pub start: usize,
     /// Stream line index of the last line belonging to it.
     pub end: usize,
+    /// Its frames, outermost first.
     pub frames: Vec<Frame>,
+    /// Its exception line and message; `None` when the paste was cut before it.
     pub exception: Option<Exception>,
+    /// How it relates to the traceback before it.
     pub link: Link,
     /// Index of the first traceback of its chain in the output list.
     pub chain: usize,

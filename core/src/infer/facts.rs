@@ -194,7 +194,8 @@ pub(crate) fn device_placement(
             });
             text(ctx, "role_reference_expr", reference);
             if let Some(e) = &expr {
-                flag(ctx, "role_expr_self_attr", e.starts_with("self.") && !e.contains('('));
+                // An argument that is a plain attribute (`self.mask`), not a called module.
+                flag(ctx, "role_expr_self_attr", role.call_arg.is_some() && e.starts_with("self.") && !e.contains('('));
                 flag(ctx, "role_expr_subscript", e.contains('['));
                 flag(ctx, "role_expr_local", !e.starts_with("self.") && !e.contains('.'));
                 flag(ctx, "role_settled", (named.is_some() || role_op.is_some()) && !code.is_empty());
@@ -271,5 +272,141 @@ fn device_literal(arg: &str) -> Option<String> {
     match crate::grammar::atoms::device(&text) {
         Ok(("", d)) if quoted => Some(d),
         _ => None,
+    }
+}
+
+#[cfg(all(test, feature = "builtin"))]
+mod tests {
+    use super::*;
+    use crate::rules::facts::KEYS;
+
+    struct Case {
+        name: &'static str,
+        devices: &'static [&'static str],
+        argument: Option<&'static str>,
+        op: Option<&'static str>,
+        code: &'static str,
+        frames: &'static [&'static str],
+        /// Facts that must hold, as `key=value` (a flag: `key`).
+        want: &'static [&'static str],
+        /// Facts that must be absent.
+        not: &'static [&'static str],
+    }
+
+    const CASES: &[Case] = &[
+        Case {
+            name: "labels on the cpu, named by the loss kernel",
+            devices: &["cuda:0", "cpu"],
+            argument: Some("target"),
+            op: Some("nll_loss_forward"),
+            code: "loss = criterion(outputs, labels)",
+            frames: &["/home/u/train.py"],
+            want: &[
+                "target_device=cuda:0",
+                "stray_device=cpu",
+                "device_pair=accel-vs-host",
+                "role_kind=label-not-moved",
+                "role=the labels",
+                "role_expr=labels",
+                "role_in_call",
+                "role_settled",
+                "role_expr_local",
+                "role_reference_expr=outputs",
+            ],
+            not: &["loss_target_expr", "loads_checkpoint", "factory_call"],
+        },
+        Case {
+            name: "a module's weight left behind",
+            devices: &["cuda:0", "cpu"],
+            argument: Some("mat2"),
+            op: Some("addmm"),
+            code: "h = self.proj(x)",
+            frames: &["/home/u/model.py"],
+            want: &["role_kind=model-not-moved", "role_expr=self.proj", "role_settled"],
+            not: &["role_in_call", "role_expr_self_attr", "role_expr_subscript"],
+        },
+        Case {
+            name: "two gpus and a checkpoint loaded on the failing line",
+            devices: &["cuda:1", "cuda:0"],
+            argument: None,
+            op: None,
+            code: "x = x - torch.load(path)[\"mean\"]",
+            frames: &["/job/train.py"],
+            want: &["device_pair=two-accelerators", "loads_checkpoint", "target_device=cuda:1", "stray_device=cuda:0"],
+            not: &["role_kind"],
+        },
+        Case {
+            name: "a factory without device=",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "mask = torch.ones(4, 4) * x",
+            frames: &["/home/u/model.py"],
+            want: &["factory_call=torch.ones(4, 4)"],
+            not: &["loss_target_expr"],
+        },
+        Case {
+            name: "raised in an optimizer step",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "optimizer.step()",
+            frames: &["/home/u/train.py", "/venv/lib/python3.11/site-packages/torch/optim/adam.py"],
+            want: &["in_optimizer_step"],
+            not: &["in_dataparallel"],
+        },
+        Case {
+            name: "no argument, a loss call on the line",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "loss = loss_fn(logits, y)",
+            frames: &["/home/u/train.py"],
+            want: &["loss_target_expr=y", "loss_input_expr=logits"],
+            not: &["role_kind"],
+        },
+        Case {
+            name: "a meta weight",
+            devices: &["meta", "cuda:0"],
+            argument: None,
+            op: None,
+            code: "out = model(x)",
+            frames: &["/home/u/infer.py"],
+            want: &["device_pair=meta", "target_device=cuda:0", "stray_device=meta"],
+            not: &[],
+        },
+    ];
+
+    fn frame(file: &str) -> Frame {
+        Frame { file: file.into(), line: Some(1), func: Some("forward".into()), code: None, at: 0 }
+    }
+
+    #[test]
+    fn device_placement_facts() {
+        let pack = crate::builtin_pack().unwrap();
+        for c in CASES {
+            let mut ev = Evidence::new();
+            ev.devices = Some(c.devices.iter().map(|d| d.to_string()).collect());
+            ev.argument = c.argument.map(str::to_string);
+            ev.op = c.op.map(str::to_string);
+            ev.failing_code = Some(c.code.into());
+            crate::rules::evidence::derive(&mut ev);
+            let frames: Vec<Frame> = c.frames.iter().map(|f| frame(f)).collect();
+            let refs: Vec<&Frame> = frames.iter().collect();
+            let log = LogFacts { needles: &[], seen: &[], distributed: false };
+            let mut ctx = Context::new();
+            device_placement(&pack, &ev, &refs, &log, None, &mut ctx);
+            for w in c.want {
+                let (k, v) = w.split_once('=').unwrap_or((w, "true"));
+                let got = ctx.get(k).map(crate::report::value_text);
+                assert_eq!(got.as_deref(), Some(v), "{}: {k}\n{ctx:#?}", c.name);
+            }
+            for k in c.not {
+                assert!(!ctx.contains_key(*k), "{}: {k} should be absent\n{ctx:#?}", c.name);
+            }
+            for k in ctx.keys() {
+                assert!(KEYS.iter().any(|x| x.name == k), "{}: fact `{k}` is not in rules::facts::KEYS", c.name);
+            }
+        }
     }
 }

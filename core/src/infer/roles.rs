@@ -258,3 +258,166 @@ fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
     }
     merged.iter().find(|m| m.launcher).and_then(|m| m.finding.rank)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Evidence, Location, Trace};
+    use crate::rules::spec::NoticeSpec;
+
+    /// A draft: rule id, rank, first line, and how the rule sees it.
+    #[derive(Clone, Copy)]
+    struct D {
+        id: &'static str,
+        rank: Option<u32>,
+        line: u64,
+        collateral: bool,
+        recognized: bool,
+        launcher: bool,
+        handled: bool,
+        confidence: Confidence,
+        frame: Option<&'static str>,
+    }
+
+    const fn d(id: &'static str, rank: Option<u32>, line: u64) -> D {
+        D {
+            id,
+            rank,
+            line,
+            collateral: false,
+            recognized: true,
+            launcher: false,
+            handled: false,
+            confidence: Confidence::Likely,
+            frame: None,
+        }
+    }
+
+    const fn echo(id: &'static str, rank: u32, line: u64) -> D {
+        D { collateral: true, ..d(id, Some(rank), line) }
+    }
+
+    fn draft(x: &D) -> Draft {
+        let mut evidence = Evidence::new();
+        evidence.message = Some(format!("{} message", x.id));
+        evidence.failing_frame = x.frame.map(str::to_string);
+        let finding = Finding {
+            id: x.id.into(),
+            family: x.id.into(),
+            title: x.id.into(),
+            role: Role::Independent,
+            collateral_of: None,
+            rank: x.rank,
+            ranks: Vec::new(),
+            confidence: x.confidence,
+            location: Location { line: x.line, end_line: x.line },
+            evidence,
+            culprit: None,
+            mechanism: String::new(),
+            checklist: Vec::new(),
+            fix: String::new(),
+            verify: String::new(),
+            prevent: String::new(),
+            missing: Vec::new(),
+            next_action: "next".into(),
+            related: Vec::new(),
+            trace: Trace::default(),
+        };
+        let key = super::super::key_of(x.id, &finding.evidence);
+        Draft {
+            per_rank: x.rank.map(|r| (r, x.frame.map(str::to_string))).into_iter().collect(),
+            finding,
+            collateral: x.collateral,
+            recognized: x.recognized,
+            launcher: x.launcher,
+            handled: x.handled,
+            ts: None,
+            reports: 1,
+            key,
+        }
+    }
+
+    struct Case {
+        name: &'static str,
+        drafts: &'static [D],
+        ranks_seen: &'static [u32],
+        /// The initiating finding's id and rank.
+        initiating: Option<(&'static str, Option<u32>)>,
+        /// (id, role) of the other findings, in report order.
+        others: &'static [(&'static str, Role)],
+    }
+
+    const CASES: &[Case] = &[
+        Case {
+            name: "a real error before the echoes initiates; the echoes are collateral",
+            drafts: &[echo("timeout", 0, 40), d("oom", Some(2), 10), echo("timeout", 1, 41)],
+            ranks_seen: &[0, 1, 2],
+            initiating: Some(("oom", Some(2))),
+            others: &[("timeout", Role::Collateral)],
+        },
+        Case {
+            name: "only echoes: the rank absent from them is the suspect",
+            drafts: &[echo("timeout", 1, 10), echo("timeout", 2, 11), echo("timeout", 3, 12)],
+            ranks_seen: &[0, 1, 2, 3],
+            initiating: Some(("timeout", Some(0))),
+            others: &[],
+        },
+        Case {
+            name: "a rule sure of its match initiates ahead of an earlier possible one",
+            drafts: &[D { confidence: Confidence::Possible, ..d("killed", None, 3) }, d("oom", None, 20)],
+            ranks_seen: &[],
+            initiating: Some(("oom", None)),
+            others: &[("killed", Role::Independent)],
+        },
+        Case {
+            name: "a recognised failure initiates ahead of an unrecognised exception",
+            drafts: &[D { recognized: false, ..d("unrecognized", None, 2) }, d("device", None, 30)],
+            ranks_seen: &[],
+            initiating: Some(("device", None)),
+            others: &[("unrecognized", Role::Independent)],
+        },
+        Case {
+            name: "a caught and logged exception does not initiate while a fatal one exists",
+            drafts: &[D { handled: true, ..d("keyerror", Some(1), 5) }, d("oom", Some(1), 50)],
+            ranks_seen: &[0, 1],
+            initiating: Some(("oom", Some(1))),
+            others: &[("keyerror", Role::Independent)],
+        },
+        Case {
+            name: "the launcher summary alone initiates with the rank it names",
+            drafts: &[D { launcher: true, ..echo("child-failed", 3, 80) }],
+            ranks_seen: &[],
+            initiating: Some(("child-failed", Some(3))),
+            others: &[],
+        },
+        Case { name: "no drafts, no initiating finding", drafts: &[], ranks_seen: &[], initiating: None, others: &[] },
+    ];
+
+    #[test]
+    fn roles_table() {
+        let notices = NoticesFile {
+            unranked_initiator: Some(NoticeSpec { missing: Some("which rank".into()), next_action: None }),
+            only_echoes: Some(NoticeSpec { missing: Some("the first failure".into()), next_action: None }),
+            caught_before_echoes: None,
+        };
+        for c in CASES {
+            let r = roles(c.drafts.iter().map(draft).collect(), c.ranks_seen, &notices);
+            let head = r.initiating.map(|i| (r.findings[i].id.as_str(), r.findings[i].rank));
+            assert_eq!(head, c.initiating, "{}", c.name);
+            if let Some(i) = r.initiating {
+                assert_eq!((i, r.findings[i].role), (0, Role::Initiating), "{}: initiating first", c.name);
+            }
+            let others: Vec<(&str, Role)> = r.findings.iter().skip(1).map(|f| (f.id.as_str(), f.role)).collect();
+            assert_eq!(others, c.others, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn the_same_failure_on_several_ranks_is_one_finding_listing_them() {
+        let drafts = [echo("timeout", 3, 10), echo("timeout", 1, 11), echo("timeout", 2, 12)].map(|x| draft(&x));
+        let r = roles(drafts.to_vec(), &[0, 1, 2, 3], &NoticesFile::default());
+        assert_eq!(r.findings.len(), 1);
+        assert_eq!(r.findings[0].ranks, vec![1, 2, 3]);
+        assert_eq!(r.findings[0].evidence.get("suspect_rank"), Some(Value::from(0)));
+    }
+}

@@ -9,7 +9,7 @@
 //! and records what it learned on the way: the rank the line belongs to, its timestamp
 //! and its log level. Nothing here looks at more than one line, so it streams.
 
-pub(crate) mod window;
+pub mod window;
 pub(crate) mod wrap;
 
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
@@ -25,7 +25,7 @@ pub const MAX_LINE: usize = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
     /// 1-based line number in the input.
-    pub no: u32,
+    pub no: u64,
     /// The text with ANSI codes, `\r` overwrites and log prefixes removed.
     pub text: String,
     /// Global rank from `[rankN]:`, or local rank from `[defaultN]:` / srun `N:`.
@@ -88,7 +88,7 @@ impl Cleaner {
     }
 
     /// Cleans one raw line (without its `\n`).
-    pub fn line(&mut self, no: u32, raw: &[u8]) -> Line {
+    pub fn line(&mut self, no: u64, raw: &[u8]) -> Line {
         let mut truncated = false;
         let raw = if raw.len() > MAX_LINE {
             truncated = true;
@@ -124,6 +124,11 @@ impl Cleaner {
         (t.starts_with(' ') || t.starts_with('\t')) && !t.trim().is_empty()
             || self.continuations.iter().any(|p| t.starts_with(p.as_str()))
     }
+}
+
+/// A raw line as a terminal shows it (see [`crate::display_line`]).
+pub(crate) fn display_line(raw: &str) -> String {
+    strip_ansi(resolve_carriage_returns(raw))
 }
 
 /// Keeps what a terminal would show after `\r` overwrites: the last non-empty segment.
@@ -507,7 +512,7 @@ mod tests {
         let mut out = Vec::new();
         let mut cleaner = Cleaner::default();
         for (i, raw) in split_lines(bytes).enumerate() {
-            out.push(cleaner.line(i as u32 + 1, raw));
+            out.push(cleaner.line(i as u64 + 1, raw));
         }
         out
     }

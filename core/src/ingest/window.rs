@@ -9,15 +9,15 @@
 //! anywhere). Lines are split with memchr. A line with no hit is never decoded or
 //! parsed: it only goes, as raw bytes, into its rank's short ring buffer (the rank read
 //! from a cheap look at its prefix). A line with a hit is a trigger: its rank's ring
-//! (the traceback frames above it) and the next [`FOLLOW_LINES`] lines of that rank
+//! (the traceback frames above it) and the next [`Limits::follow_lines`] lines of that rank
 //! (the message below it) are cleaned and kept. Whole-input diagnosis is this same path
 //! fed one chunk, so streaming and whole-input reports are identical by construction,
 //! whatever the chunking.
 //!
 //! Memory is bounded independently of input size: lines are cut at
-//! [`MAX_LINE`], rings hold at most [`RING_LINES`] lines and [`RING_BYTES`]
-//! bytes per stream (buffers are reused), at most [`MAX_STREAMS`] ranks get a ring of
-//! their own, and kept windows are capped at [`MAX_RETAINED_BYTES`] (the oldest half is
+//! [`MAX_LINE`], rings hold at most [`Limits::ring_lines`] lines and [`Limits::ring_bytes`]
+//! bytes per stream (buffers are reused), at most [`Limits::max_streams`] ranks get a ring
+//! of their own, and kept windows are capped at [`Limits::max_retained_bytes`] (the oldest half is
 //! evicted first: failures near the end of a log matter most).
 
 use std::collections::VecDeque;
@@ -43,7 +43,7 @@ pub(crate) trait Trigger {
 pub(crate) struct Retained {
     /// Bytes and lines read.
     pub bytes: u64,
-    pub lines: u32,
+    pub lines: u64,
     /// Ranks seen, ascending.
     pub ranks: Vec<u32>,
     /// The kept lines, in input order.
@@ -54,18 +54,37 @@ pub(crate) struct Retained {
     pub truncated: u64,
 }
 
-/// Lines of context kept above a trigger. Traceback headers and frames are triggers
-/// themselves, so the ring only has to cover what precedes a message without them
-/// (IPython code context, the start of a message wrapped before its anchor).
-pub(crate) const RING_LINES: usize = 32;
-/// Bytes of context kept per stream.
-pub(crate) const RING_BYTES: usize = 256 * 1024;
-/// Lines kept after a trigger (multi-line messages, summaries).
-pub(crate) const FOLLOW_LINES: usize = 400;
-/// Ranks with a ring of their own; further ranks share the unranked one.
-pub(crate) const MAX_STREAMS: usize = 2048;
-/// Bytes of kept windows, all streams together.
-pub(crate) const MAX_RETAINED_BYTES: usize = 16 * 1024 * 1024;
+/// The memory bounds of a diagnosis. Each bounds memory independently of the input's
+/// size; the defaults keep a 1 GB, 64-rank log under 20 MB of peak memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Lines of context kept above a trigger, per stream. Traceback headers and frames
+    /// are triggers themselves, so the ring only has to cover what precedes a message
+    /// without them (IPython code context, the start of a message wrapped before its
+    /// anchor).
+    pub ring_lines: usize,
+    /// Bytes of context kept per stream.
+    pub ring_bytes: usize,
+    /// Lines kept after a trigger (multi-line messages, summaries).
+    pub follow_lines: usize,
+    /// Ranks with a ring of their own; further ranks share the unranked one.
+    pub max_streams: usize,
+    /// Bytes of kept windows, all streams together.
+    pub max_retained_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            ring_lines: 32,
+            ring_bytes: 256 * 1024,
+            follow_lines: 400,
+            max_streams: 2048,
+            max_retained_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
 /// Highest rank recorded in `input.ranks`.
 const MAX_RANK: u32 = 1 << 20;
 
@@ -79,7 +98,7 @@ pub(crate) struct Kept {
 
 #[derive(Debug)]
 struct RawLine {
-    no: u32,
+    no: u64,
     seq: u64,
     /// The rank of the ranked line this one continues after a terminal hard wrap.
     wrapped_from: Option<u32>,
@@ -98,13 +117,14 @@ struct Ring {
 /// [`finish`](Window::finish). It holds no reference to its [`Trigger`], which each call
 /// is given, so an embedder's diagnoser can own its window.
 pub(crate) struct Window {
+    limits: Limits,
     cleaner: Cleaner,
     /// Bytes of an unfinished last line (its head and tail when it is very long).
     partial: Vec<u8>,
     /// The unfinished line lost its middle.
     partial_cut: bool,
     bytes: u64,
-    lines: u32,
+    lines: u64,
     ranks: Vec<bool>,
     /// Ring per quick rank: index 0 is unranked, `r + 1` is rank `r`.
     rings: Vec<Ring>,
@@ -130,8 +150,9 @@ impl std::fmt::Debug for Window {
 impl Window {
     /// A window for an input; `needles` is how many needles the trigger marks, the
     /// cleaner continues C++ log records over lines starting with `continuations`.
-    pub(crate) fn new(needles: usize, continuations: Vec<String>) -> Window {
+    pub(crate) fn new(needles: usize, continuations: Vec<String>, limits: Limits) -> Window {
         Window {
+            limits,
             cleaner: Cleaner::new(continuations),
             partial: Vec::new(),
             partial_cut: false,
@@ -271,7 +292,7 @@ impl Window {
             self.ranks[r] = true;
         }
         let slot = match qrank {
-            Some(r) if (r as usize) < MAX_STREAMS => r as usize + 1,
+            Some(r) if (r as usize) < self.limits.max_streams => r as usize + 1,
             _ => 0,
         };
         if slot >= self.rings.len() {
@@ -282,7 +303,7 @@ impl Window {
         let seq = ring.seq;
         ring.seq += 1;
         if trigger || ring.follow > 0 {
-            ring.follow = if trigger { FOLLOW_LINES } else { ring.follow - 1 };
+            ring.follow = if trigger { self.limits.follow_lines } else { ring.follow - 1 };
             ring.bytes = 0;
             let held: Vec<RawLine> = ring.lines.drain(..).collect();
             for r in held {
@@ -292,7 +313,7 @@ impl Window {
         } else {
             // Reuse the oldest buffer once the ring is full.
             let mut buf = Vec::new();
-            if ring.lines.len() >= RING_LINES {
+            if ring.lines.len() >= self.limits.ring_lines {
                 if let Some(old) = ring.lines.pop_front() {
                     ring.bytes -= old.bytes.len();
                     buf = old.bytes;
@@ -302,7 +323,7 @@ impl Window {
             buf.extend_from_slice(raw);
             ring.bytes += buf.len();
             ring.lines.push_back(RawLine { no, seq, wrapped_from, bytes: buf });
-            while ring.bytes > RING_BYTES {
+            while ring.bytes > self.limits.ring_bytes {
                 match ring.lines.pop_front() {
                     Some(old) => ring.bytes -= old.bytes.len(),
                     None => break,
@@ -311,7 +332,7 @@ impl Window {
         }
     }
 
-    fn keep(&mut self, no: u32, seq: u64, wrapped_from: Option<u32>, raw: &[u8]) {
+    fn keep(&mut self, no: u64, seq: u64, wrapped_from: Option<u32>, raw: &[u8]) {
         let mut line = self.cleaner.line(no, raw);
         if line.rank.is_none() {
             line.rank = wrapped_from;
@@ -325,7 +346,7 @@ impl Window {
         }
         self.kept_bytes += line.text.len() + 64;
         self.kept.push(Kept { line, seq });
-        if self.kept_bytes > MAX_RETAINED_BYTES {
+        if self.kept_bytes > self.limits.max_retained_bytes {
             // Evict the oldest half: the end of a log is where failures are.
             let half = self.kept.len() / 2;
             let dropped: usize = self.kept[..half].iter().map(|k| k.line.text.len() + 64).sum();
@@ -406,7 +427,7 @@ mod tests {
 
     /// Ranks of the kept lines, in input order.
     fn kept_ranks(log: &str) -> Vec<(String, Option<u32>)> {
-        let mut d = Window::new(0, Vec::new());
+        let mut d = Window::new(0, Vec::new(), Limits::default());
         d.feed(&KeepAll, log.as_bytes());
         d.kept.iter().map(|k| (k.line.text.clone(), k.line.rank)).collect()
     }

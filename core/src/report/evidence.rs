@@ -230,6 +230,33 @@ impl<'de> Deserialize<'de> for Evidence {
     }
 }
 
+/// The wire shape: an object whose reserved keys have their types and whose other keys
+/// hold any JSON value.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Evidence {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Evidence".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let text = |d: &str| serde_json::json!({ "type": "string", "description": d });
+        schemars::json_schema!({
+            "description": "Only facts the log shows; the reserved keys below have fixed meanings, rules add their own captures.",
+            "type": "object",
+            "properties": {
+                "exception": text("The exception class as printed, without its module."),
+                "message": text("The exception message, on one line."),
+                "devices": { "type": "array", "items": { "type": "string" }, "description": "Devices in the order the message names them." },
+                "argument": text("The argument the message names."),
+                "op": text("The ATen operator, without wrapper, dispatch key or overload."),
+                "kernel": text("The kernel as printed."),
+                "failing_frame": text("basename:line of the last frame in the user's own code."),
+                "failing_code": text("The source line of that frame.")
+            },
+            "additionalProperties": true
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,9 @@
 //! The report: the public JSON contract `torchdx/report@1`.
 //!
-//! Field names and meanings follow `shared/contracts/report-v1.md` exactly; fields may
-//! be added (this crate adds `ranks`, `timeline`, `torch_versions` evidence), none renamed.
+//! Field names and meanings follow the contract (`docs/report-v1.md`) exactly; fields
+//! may be added (this crate adds `ranks`, `timeline`, `input.truncated_lines`), none
+//! renamed or dropped without a new schema tag. The report imports nothing of the rest
+//! of the crate: every layer reads it.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,22 +17,70 @@ pub use evidence::Evidence;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
+    /// The message and the log settle it.
     Certain,
+    /// The usual cause for what the log shows; a fact the log lacks could change it.
     #[default]
     Likely,
+    /// One plausible reading among others.
     Possible,
+}
+
+/// The JSON Schema of a report (`rules/schema/report.schema.json`, and the TypeScript
+/// types of the WASM package).
+#[cfg(feature = "schema")]
+pub fn report_schema() -> String {
+    let schema = schemars::schema_for!(Report);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
 }
 
 /// Schema tag of this report version.
 pub const SCHEMA: &str = "torchdx/report@1";
 
+/// The schema tag of a report: always [`SCHEMA`] (a report of another version does
+/// not deserialize into this type).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schema;
+
+impl Serialize for Schema {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(SCHEMA)
+    }
+}
+
+impl<'de> Deserialize<'de> for Schema {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Schema, D::Error> {
+        let tag = String::deserialize(d)?;
+        if tag == SCHEMA {
+            Ok(Schema)
+        } else {
+            Err(serde::de::Error::custom(format!("report schema `{tag}`, expected `{SCHEMA}`")))
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Schema {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Schema".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "const": SCHEMA })
+    }
+}
+
 /// What torchdx made of one log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Report {
-    pub schema: String,
+    /// `torchdx/report@1`.
+    pub schema: Schema,
+    /// Facts about the input as a whole.
     pub input: Input,
-    /// Index into `findings` of the failure that started the collapse.
+    /// Index into `findings` of the failure that started the collapse; `None` when the
+    /// log holds no failure.
     pub initiating: Option<usize>,
+    /// The findings: the initiating one first, then in order of appearance.
     pub findings: Vec<Finding>,
     /// A short ordered account of what failed first and how others followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -39,8 +89,11 @@ pub struct Report {
 
 /// Facts about the input as a whole.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Input {
+    /// Bytes read.
     pub bytes: u64,
+    /// Lines read.
     pub lines: u64,
     /// Ranks seen, ascending.
     pub ranks: Vec<u32>,
@@ -55,55 +108,86 @@ fn is_zero(n: &u64) -> bool {
 
 /// A finding's part in the collapse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The failure that started the run's collapse.
     Initiating,
+    /// A downstream report of the initiating failure (a timeout, a launcher summary).
     Collateral,
+    /// A failure of its own that did not start the collapse.
     Independent,
 }
 
 /// 1-based input lines a finding covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Location {
-    pub line: u32,
-    pub end_line: u32,
+    /// First line.
+    pub line: u64,
+    /// Last line.
+    pub end_line: u64,
 }
 
 /// The tensor or setting at fault.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Culprit {
+    /// Kebab-case kind (the contract's vocabulary, or a rule's own).
     pub kind: String,
+    /// The expression at fault in the user's code, when known.
     pub expr: Option<String>,
+    /// One sentence on what is wrong, bound to this log.
     pub summary: String,
 }
 
 /// One diagnosed failure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Finding {
+    /// The rule id (stable, kebab-case).
     pub id: String,
+    /// The family id from the taxonomy.
     pub family: String,
+    /// The headline.
     pub title: String,
+    /// Its part in the collapse.
     pub role: Role,
+    /// For a collateral finding: the index of the finding that caused it.
     pub collateral_of: Option<usize>,
+    /// The global rank it came from; `None` when the log does not tell.
     pub rank: Option<u32>,
     /// Every rank that reported this same failure (added field).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<u32>,
+    /// How sure it is.
     pub confidence: Confidence,
+    /// The input lines it covers.
     pub location: Location,
+    /// Only facts the log shows.
     pub evidence: Evidence,
+    /// The tensor or setting at fault; `None` when the log cannot tell.
     pub culprit: Option<Culprit>,
+    /// Why it happens.
     pub mechanism: String,
+    /// How to confirm, each step checkable.
     pub checklist: Vec<String>,
+    /// The fix (Markdown; may hold a code block).
     pub fix: String,
+    /// How to show the fix worked.
     pub verify: String,
+    /// The structural change that stops it coming back.
     pub prevent: String,
+    /// Facts absent from the log that would settle it.
     pub missing: Vec<String>,
+    /// The single most useful next step.
     pub next_action: String,
+    /// Ids of related rules.
     pub related: Vec<String>,
     /// Which named cases of its rule made this finding. Not part of the JSON contract:
     /// rule authors' tests and snapshots read it.
     #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     pub trace: Trace,
 }
 
@@ -118,6 +202,7 @@ pub struct Trace {
 
 /// One line of the timeline.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TimelineEntry {
     /// `HH:MM:SS` when the log carries a timestamp.
     pub time: Option<String>,
@@ -125,6 +210,7 @@ pub struct TimelineEntry {
     pub ranks: Vec<u32>,
     /// Index of the finding.
     pub finding: usize,
+    /// `who: what (rule id)`.
     pub text: String,
 }
 
@@ -132,7 +218,10 @@ impl Report {
     /// The report as pretty JSON: exactly what `torchdx diagnose --format json` prints
     /// (without the final newline) and what the WASM `diagnoseJson` returns.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        // Every field is a string, a number, a list or a map with string keys: serde_json
+        // cannot fail on it, so a failure is a bug and says so as valid JSON.
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| serde_json::json!({ "error": format!("report serialization: {e}") }).to_string())
     }
 
     /// The initiating finding, if any.

@@ -120,7 +120,7 @@ pub const KEYS: &[Key] = &[
     key("role", Text, Group(DEVICE_PLACEMENT), "what the misplaced argument is to the user (`the labels`)"),
     key("role_in_call", Flag, Group(DEVICE_PLACEMENT), "the misplaced argument is a positional argument of the call on the failing line (not a parameter of the module)"),
     key("role_expr", Text, Group(DEVICE_PLACEMENT), "the expression on the failing line bound to it: the call's argument, or the module called"),
-    key("role_expr_self_attr", Flag, Group(DEVICE_PLACEMENT), "that expression is a plain `self.` attribute, not called"),
+    key("role_expr_self_attr", Flag, Group(DEVICE_PLACEMENT), "the misplaced argument is a plain `self.` attribute on the failing line (`self.mask`), not a called module"),
     key("role_expr_subscript", Flag, Group(DEVICE_PLACEMENT), "that expression is subscripted (`self.blocks[i]`)"),
     key("role_expr_local", Flag, Group(DEVICE_PLACEMENT), "that expression is a bare local name (`layer`)"),
     key("role_reference_expr", Text, Group(DEVICE_PLACEMENT), "another argument of the same call, on the right device"),

@@ -278,6 +278,13 @@ impl Rule {
         &self.spec.family
     }
 
+    /// The compiled templates (for the workspace's fuzz targets).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
     /// The leading words of each template: what the prefilter searches for, and what
     /// `explain --list` shows a user to tell whether a message is known.
     pub fn leads(&self) -> Vec<String> {
@@ -527,7 +534,7 @@ impl Pack {
         Ok(self)
     }
 
-    /// The pack from its precompiled form (see [`Precompiled`]) and the files it was made
+    /// The pack from its precompiled form (every file's TOML as JSON) and the files it was made
     /// from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML. `None`
     /// when the two disagree (a file added, removed or renamed since, a value that does
     /// not decode), so the caller can fall back to [`Pack::new`] and its located error.

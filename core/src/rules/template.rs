@@ -354,24 +354,6 @@ impl Template {
         out
     }
 
-    /// Names of every capture, with their kinds.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
-    pub fn captures(&self) -> Vec<(&str, Kind)> {
-        fn walk<'a>(ps: &'a [Piece], out: &mut Vec<(&'a str, Kind)>) {
-            for p in ps {
-                match p {
-                    Piece::Capture { kind, name, .. } => out.push((name, *kind)),
-                    Piece::Opt(s) => walk(s, out),
-                    Piece::Alt(alts) => alts.iter().for_each(|s| walk(s, out)),
-                    _ => {}
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.pieces, &mut out);
-        out
-    }
-
     /// Whether the template could match at `start` if `hay` went on: it matches, or
     /// `hay` ends before the template fails. The streaming front end uses this on a
     /// single line to tell an anchor hit worth keeping from a common word.
@@ -688,6 +670,24 @@ impl<'h> Matcher<'h> {
             (&self.hay[pos..], None)
         };
         let ncaps = self.caps.len();
+        // On a single line (the scan's raw check) the atom may run into the line's end: a
+        // number or shape a terminal wrapped (`[1, 1, 224,` / `224]`). What is left could
+        // be its head, so the line could still match.
+        let cut_short = |s: &str| {
+            numeric && !s.trim().is_empty() && s.chars().all(|c| c.is_ascii_digit() || " ,[]()x.-:".contains(c))
+        };
+        if self.partial && cut_short(&self.hay[pos..]) && memchr::memchr(b'\n', &self.hay.as_bytes()[pos..]).is_none() {
+            let parsed = match kind {
+                Kind::Shape => atoms::shape(s).is_ok(),
+                Kind::Int => atoms::int(s).is_ok(),
+                Kind::Num => atoms::num(s).is_ok(),
+                Kind::Size => atoms::size(s).is_ok(),
+                _ => true,
+            };
+            if !parsed {
+                return Some(self.hay.len());
+            }
+        }
         let (rest, value, extra): (&str, Value, Option<Value>) = match kind {
             Kind::Device => {
                 let (r, d) = atoms::device(s).ok()?;
