@@ -231,11 +231,21 @@ describe("torchdx page in Chromium", () => {
     await page.waitForSelector("#rules-list .rule-row");
     const rows = await page.$$("#rules-list .rule-row");
     assert.ok(rows.length >= 10, `${rows.length} rules listed`);
-    await page.fill("#rules-filter", "device-mismatch");
-    await page.click("#rules-list .rule-row >> text=device-mismatch");
-    await page.waitForSelector("#rule-detail:not([hidden]) h3");
-    assert.ok((await page.textContent("#rule-detail h3")).trim().length > 0);
-    assert.ok(await page.isVisible("#rule-detail .template"), "message templates shown");
+    // The entry is core's rendering (explainMarkdown): a placeholder reads as its fallback
+    // or ‹name›, never as raw `{module|model}` (state-dict-mismatch's text has it).
+    for (const name of ["device-mismatch", "state-dict-mismatch", "unrecognized-exception"]) {
+      await page.fill("#rules-filter", name);
+      await page.click(`#rules-list .rule-row >> text=${name}`);
+      await page.waitForSelector("#rule-detail:not([hidden]) .rule-entry");
+      const text = await page.textContent("#rule-detail .rule-entry");
+      assert.match(text, /Messages/, `${name}: the message templates are listed`);
+      // Templates are shown as written; the prose after them is rendered.
+      const prose = text.split("Mechanism").slice(1).join("Mechanism");
+      assert.ok(prose.length > 100, `${name}: the entry has its prose`);
+      assert.doesNotMatch(prose, /\{[a-z_0-9.]+(\|[^}]*)?\}/, `${name}: no raw placeholder in the rendered entry`);
+      const title = await page.textContent("#rules-list .rule-row .rule-title");
+      assert.doesNotMatch(title, /\{[a-z_]+/, `${name}: the list shows rendered titles`);
+    }
     await page.screenshot({ path: join(root, "target/screenshot-rules.png") });
     assertLocalOnly(s.requests);
     assert.deepEqual(s.errors, []);

@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::spec::{FamiliesFile, FamilySpec, IngestFile, NoticesFile, OpSpec, OpsFile, RuleSpec};
@@ -340,21 +341,69 @@ pub fn parse_rule(src: RuleSource<'_>) -> Result<RuleSpec, PackError> {
 }
 
 /// Parses a TOML source into `T`, located errors on failure.
-fn parse<T: for<'de> Deserialize<'de>>(src: RuleSource<'_>) -> Result<T, PackError> {
-    toml::from_str(src.text).map_err(|e| {
+///
+/// The TOML is read as a generic document, then decoded into the rule format through
+/// the same JSON decoder the precompiled pack uses ([`decode`]): one deserializer for
+/// every spec type, which keeps the `.wasm` small (each deserializer monomorphizes every
+/// visitor of the format), and one wording of every format error, natively and in WASM.
+/// A format error is located from the path of the value that failed.
+fn parse<T: DeserializeOwned>(src: RuleSource<'_>) -> Result<T, PackError> {
+    let doc: serde_json::Value = toml::from_str(src.text).map_err(|e| {
         let off = e.span().map(|s| s.start).unwrap_or(0);
-        let msg = e.message().trim_end().to_string();
-        // The TOML grammar's own errors versus the rule format's (unknown key, wrong type).
-        let code = if msg.starts_with("unknown field")
-            || msg.starts_with("missing field")
-            || msg.starts_with("invalid type")
-            || msg.starts_with("unknown variant")
-        {
-            Code::Format
-        } else {
-            Code::Toml
+        PackError::at(Code::Toml, &src, off, e.message().trim_end().to_string()).with_hint(toml_hint(
+            src.text,
+            off,
+            Code::Toml,
+        ))
+    })?;
+    let json = serde_json::to_string(&doc).map_err(|e| PackError::at(Code::Format, &src, 0, e.to_string()))?;
+    decode(&json).map_err(|(message, path)| {
+        let segs: Vec<Seg<'_>> = path
+            .iter()
+            .map(|p| match p {
+                PathSeg::Key(k) => Seg::Key(k),
+                PathSeg::Index(i) => Seg::Index(*i),
+            })
+            .collect();
+        // The failing value, or the table that holds it (an unknown or missing key).
+        let mut off = (0..=segs.len()).rev().find_map(|n| locate(src.text, &segs[..n])).unwrap_or(0);
+        if message.starts_with("unknown field") {
+            // Point at the key, not at its value.
+            let line = src.text[..off.min(src.text.len())].rfind('\n').map_or(0, |p| p + 1);
+            off = line + src.text[line..].len() - src.text[line..].trim_start().len();
+        }
+        PackError::at(Code::Format, &src, off, message).with_hint(toml_hint(src.text, off, Code::Format))
+    })
+}
+
+/// One step of the path to a value that failed to decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum PathSeg {
+    Key(String),
+    Index(usize),
+}
+
+/// Decodes a JSON document into `T`; on failure, the message and the path of the value
+/// that failed.
+fn decode<T: DeserializeOwned>(json: &str) -> Result<T, (String, Vec<PathSeg>)> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e
+            .path()
+            .iter()
+            .filter_map(|s| match s {
+                serde_path_to_error::Segment::Map { key } => Some(PathSeg::Key(key.clone())),
+                serde_path_to_error::Segment::Seq { index } => Some(PathSeg::Index(*index)),
+                _ => None,
+            })
+            .collect();
+        // serde_json ends its messages with a position in the JSON, not in the file.
+        let message = e.inner().to_string();
+        let message = match message.rfind(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
         };
-        PackError::at(code, &src, off, msg).with_hint(toml_hint(src.text, off, code))
+        (message, path)
     })
 }
 
@@ -562,16 +611,16 @@ impl Pack {
         for (name, json, _) in files.clone() {
             match source_kind(name) {
                 SourceKind::Rule => {}
-                SourceKind::Ops => pack.add_ops(serde_json::from_str(json).ok()?),
-                SourceKind::Families => pack.add_families(serde_json::from_str(json).ok()?),
-                SourceKind::Notices => pack.add_notices(serde_json::from_str(json).ok()?),
-                SourceKind::Ingest => pack.add_ingest(serde_json::from_str(json).ok()?),
+                SourceKind::Ops => pack.add_ops(decode(json).ok()?),
+                SourceKind::Families => pack.add_families(decode(json).ok()?),
+                SourceKind::Notices => pack.add_notices(decode(json).ok()?),
+                SourceKind::Ingest => pack.add_ingest(decode(json).ok()?),
                 SourceKind::UnknownData => return None,
             }
         }
         for (name, json, text) in files.filter(|(n, _, _)| source_kind(n) == SourceKind::Rule) {
             let src = RuleSource { name, text: text.unwrap_or("") };
-            let spec: RuleSpec = serde_json::from_str(json).ok()?;
+            let spec: RuleSpec = decode(json).ok()?;
             let rule = compile_spec(src, spec, &pack.families).ok()?;
             pack.insert(&src, rule).ok()?;
         }
