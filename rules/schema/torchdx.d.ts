@@ -328,6 +328,12 @@ export interface RuleSpec {
    */
   summary: string;
   /**
+   * This message is printed while the job is torn down after a failure (the agent's
+   * SIGTERMs to healthy workers, a process group's abort notice, a store's broken
+   * pipe after its server died): it never initiates and is no cascade to follow.
+   */
+  teardown?: boolean;
+  /**
    * Headline of a finding.
    */
   title: string;

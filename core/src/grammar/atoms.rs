@@ -108,24 +108,65 @@ pub fn dtype(i: &str) -> IResult<&str, String> {
     Ok((rest, s.trim_end().to_string()))
 }
 
-/// A shape: `64x128`, `[64, 128]`, `torch.Size([64, 128])`, `[]`, `[64 x 128]`.
-pub fn shape(i: &str) -> IResult<&str, Vec<i64>> {
+/// One dimension of a shape: a size, or a symbol (`s0` of a dynamic shape under
+/// `torch.compile`, `B` in a user's own message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    /// A size.
+    N(i64),
+    /// A symbolic size.
+    Sym(String),
+}
+
+impl From<i64> for Dim {
+    fn from(n: i64) -> Dim {
+        Dim::N(n)
+    }
+}
+
+/// A shape as evidence: sizes as numbers, symbols as strings.
+pub fn dims_value(d: &[Dim]) -> serde_json::Value {
+    serde_json::Value::Array(
+        d.iter()
+            .map(|x| match x {
+                Dim::N(n) => serde_json::Value::from(*n),
+                Dim::Sym(s) => serde_json::Value::from(s.clone()),
+            })
+            .collect(),
+    )
+}
+
+/// A shape: `64x128`, `[64, 128]`, `torch.Size([64, 128])`, `[]`, `[64 x 128]`, and with
+/// symbolic sizes `[s0, 512]`, `[B, 512, 7, 7]`.
+pub fn shape(i: &str) -> IResult<&str, Vec<Dim>> {
     alt((delimited(tag("torch.Size(["), dims_list, (tag("])"),)), delimited(char('['), dims_list, char(']')), dims_x))
         .parse(i)
 }
 
-fn dims_list(i: &str) -> IResult<&str, Vec<i64>> {
+/// A size or, in a bracketed list, a short symbol.
+fn dim(i: &str) -> IResult<&str, Dim> {
+    if let Ok((rest, n)) = int(i) {
+        return Ok((rest, Dim::N(n)));
+    }
+    let (rest, s) = ident(i)?;
+    if s.len() > 12 || s == "x" {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)));
+    }
+    Ok((rest, Dim::Sym(s.to_string())))
+}
+
+fn dims_list(i: &str) -> IResult<&str, Vec<Dim>> {
     let sep = alt((recognize((multispace0, char(','), multispace0)), recognize((multispace0, char('x'), multispace0))));
     let (rest, dims) =
-        delimited(multispace0, separated_list0(sep, int), (multispace0, opt(char(',')), multispace0)).parse(i)?;
+        delimited(multispace0, separated_list0(sep, dim), (multispace0, opt(char(',')), multispace0)).parse(i)?;
     Ok((rest, dims))
 }
 
-fn dims_x(i: &str) -> IResult<&str, Vec<i64>> {
+fn dims_x(i: &str) -> IResult<&str, Vec<Dim>> {
     let (rest, first) = int(i)?;
     let (rest, more) = nom::multi::many1(preceded(char('x'), int)).parse(rest)?;
-    let mut dims = vec![first];
-    dims.extend(more);
+    let mut dims = vec![Dim::N(first)];
+    dims.extend(more.into_iter().map(Dim::N));
     Ok((rest, dims))
 }
 
@@ -293,8 +334,13 @@ mod tests {
             ("[4 x 3]", &[4, 3]),
         ];
         for (input, want) in table {
-            assert_eq!(shape(input).unwrap().1, want.to_vec(), "{input}");
+            assert_eq!(shape(input).unwrap().1, want.iter().map(|&n| Dim::N(n)).collect::<Vec<_>>(), "{input}");
         }
+        let sym = |s: &str| Dim::Sym(s.to_string());
+        assert_eq!(shape("[s0, 512]").unwrap().1, vec![sym("s0"), Dim::N(512)]);
+        assert_eq!(shape("[B, 512, 7, 7]").unwrap().1, vec![sym("B"), Dim::N(512), Dim::N(7), Dim::N(7)]);
+        assert_eq!(dims_value(&shape("[s0, 2]").unwrap().1), serde_json::json!(["s0", 2]));
+        assert!(shape("[a very long sentence]").is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //!
 //! - [`traceback`]: Python and IPython tracebacks, chained and nested, truncated or not.
 //! - [`elastic`]: torchrun's `ChildFailedError` summary (failures per rank).
+//! - [`raised`]: exceptions shown outside a traceback (a lone line, a repr, a dict field).
 //! - [`pycall`]: Python call expressions on a failing source line.
 //! - [`atoms`]: the typed pieces messages are made of (devices, dtypes, shapes, sizes).
 //!
@@ -12,6 +13,7 @@
 pub(crate) mod atoms;
 pub(crate) mod elastic;
 pub mod pycall;
+pub mod raised;
 pub mod traceback;
 
 /// Literals that start or carry structure the grammars parse: traceback headers and

@@ -134,8 +134,196 @@ fn is_header(l: &str) -> bool {
     l.contains("Traceback (most recent call last)") || l.trim() == "Traceback:"
 }
 
-/// Parses every traceback in a stream's lines (already cleaned of prefixes).
+/// What the grammar must know of the lines beyond their text: which lines carry a log
+/// header of their own (a new record, never the continuation of a message), and how the
+/// library's multi-line messages go on (rule data, `data/ingest.toml`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layout<'a> {
+    /// For each line, whether it had a log header (timestamp or level).
+    pub headed: &'a [bool],
+    /// How an unindented line that continues a message begins.
+    pub tails: &'a [String],
+    /// How a line that continues a message after a blank line begins.
+    pub after_blank: &'a [String],
+    /// Exception classes whose names do not end in `Error`, `Exception` and the like.
+    pub classes: &'a [String],
+}
+
+impl Layout<'_> {
+    fn headed(&self, i: usize) -> bool {
+        self.headed.get(i).copied().unwrap_or(false)
+    }
+
+    fn is_tail(&self, t: &str) -> bool {
+        self.tails.iter().any(|p| t.starts_with(p.as_str()))
+    }
+
+    fn is_tail_after_blank(&self, t: &str) -> bool {
+        self.after_blank.iter().any(|p| t.starts_with(p.as_str()))
+    }
+
+    /// Whether line `i` continues the message whose exception line is `at`: it is
+    /// indented, or the line before breaks off mid-sentence (a trailing space, colon,
+    /// comma or open bracket), or it begins like one of the library's own tails, or it
+    /// is the rest of a row a terminal wrapped inside a word. Never a line with a log
+    /// header of its own, a progress bar or a frame.
+    fn continues(&self, lines: &[&str], i: usize, at: usize) -> bool {
+        let line = lines[i];
+        let t = line.trim();
+        if (self.headed(i) && !self.headed(at)) || is_progress(t) || python_frame(strip_frame_marker(t)).is_ok() {
+            return false;
+        }
+        if line.starts_with([' ', '\t']) || self.is_tail(t) {
+            return true;
+        }
+        let prev = lines[i - 1];
+        if prev.ends_with([' ', ':', ',', '(', '[', '{', '\\']) {
+            return true;
+        }
+        // A row wrapped inside a word (`... with map_locatio` / `n=torch.device('cpu')`).
+        prev.chars().count() >= MIN_WRAPPED_FRAME
+            && prev.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && t.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '=' | '.' | ')'))
+    }
+}
+
+/// A progress bar (`45%|####      | 9/20 [00:01<00:02, 5.1it/s]`).
+fn is_progress(t: &str) -> bool {
+    t.contains("%|") || t.contains("it/s]") || t.contains("s/it]")
+}
+
+/// Parses every traceback in a stream's lines (already cleaned of prefixes), with no
+/// knowledge of the lines beyond their text.
 pub fn parse(lines: &[&str]) -> Vec<Traceback> {
+    parse_with(lines, &Layout::default())
+}
+
+/// Parses every traceback in a stream's lines. A traceback flattened onto one line (a
+/// paste whose line breaks were lost) is read as the lines it was.
+pub fn parse_with(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
+    if !lines.iter().any(|l| is_flattened(l)) {
+        return parse_lines(lines, layout);
+    }
+    let mut owned: Vec<String> = Vec::new();
+    let mut orig: Vec<usize> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if is_flattened(l) {
+            for piece in unflatten(l) {
+                owned.push(piece);
+                orig.push(i);
+            }
+        } else {
+            owned.push(l.to_string());
+            orig.push(i);
+        }
+    }
+    let headed: Vec<bool> = orig.iter().map(|&i| layout.headed(i)).collect();
+    let expanded: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let inner = Layout { headed: &headed, ..*layout };
+    let mut tbs = parse_lines(&expanded, &inner);
+    let back = |i: usize| orig.get(i).copied().unwrap_or(lines.len().saturating_sub(1));
+    for t in &mut tbs {
+        t.start = back(t.start);
+        t.end = back(t.end);
+        for f in &mut t.frames {
+            f.at = back(f.at);
+        }
+        if let Some(x) = &mut t.exception {
+            x.first = back(x.first);
+            x.last = back(x.last);
+        }
+    }
+    tbs
+}
+
+/// Whether a line holds a whole traceback whose line breaks were lost: two frames or
+/// more on it.
+fn is_flattened(l: &str) -> bool {
+    l.len() > 40 && l.matches("File \"").count() >= 2 && l.contains("\", line ")
+}
+
+/// The lines of a flattened traceback: its header, each frame with its source line,
+/// and the exception line.
+fn unflatten(l: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = l;
+    if let Some(p) = rest.find("File \"") {
+        let head = rest[..p].trim();
+        if !head.is_empty() {
+            out.push(head.to_string());
+        }
+        rest = &rest[p..];
+    }
+    let mut chunks: Vec<&str> = Vec::new();
+    while let Some(p) = rest[1..].find("File \"").map(|p| p + 1) {
+        chunks.push(&rest[..p]);
+        rest = &rest[p..];
+    }
+    chunks.push(rest);
+    let n = chunks.len();
+    for (k, chunk) in chunks.into_iter().enumerate() {
+        // `File "a.py", line 3, in f y = g() ^^^`: the frame, then its code.
+        let Ok((after, ())) = python_frame_head(chunk) else {
+            out.push(chunk.trim().to_string());
+            continue;
+        };
+        let mut tail = after.trim_start();
+        let mut func = "";
+        if let Some(r) = tail.strip_prefix(", in ").or_else(|| tail.strip_prefix(",in ")) {
+            let r = r.trim_start();
+            let end = r.find(char::is_whitespace).unwrap_or(r.len());
+            func = &r[..end];
+            tail = &r[end..];
+        }
+        let head = &chunk[..chunk.len() - after.len()];
+        out.push(if func.is_empty() { head.trim().to_string() } else { format!("{}, in {func}", head.trim()) });
+        // The last frame's tail holds the exception after the code.
+        let (code, exc) = if k + 1 == n { split_exception(tail) } else { (tail, None) };
+        let code: String = code.split_whitespace().filter(|w| !is_caret(w)).collect::<Vec<_>>().join(" ");
+        if !code.is_empty() {
+            out.push(format!("    {code}"));
+        }
+        if let Some(e) = exc {
+            out.push(e.to_string());
+        }
+    }
+    out
+}
+
+/// `File "path", line N` at the start of a chunk, before any `, in f`.
+fn python_frame_head(i: &str) -> IResult<&str, ()> {
+    let (rest, _) = (
+        tag("File"),
+        space0,
+        nom::sequence::delimited(char('"'), take_till(|c| c == '"'), char('"')),
+        char(','),
+        space0,
+        tag("line "),
+        digit1,
+    )
+        .parse(i)?;
+    Ok((rest, ()))
+}
+
+/// A frame's code and the exception line glued after it (`y = g() ValueError: bad`).
+fn split_exception(tail: &str) -> (&str, Option<&str>) {
+    for (p, _) in tail.match_indices(": ") {
+        let before = &tail[..p];
+        let start = before.rfind(' ').map_or(0, |s| s + 1);
+        let class = &before[start..];
+        if is_exception_class_name(class) {
+            return (tail[..start].trim_end(), Some(tail[start..].trim()));
+        }
+    }
+    (tail, None)
+}
+
+/// A class name that says it is an exception (`...Error`, `...Exception`, and the like).
+fn is_exception_class_name(c: &str) -> bool {
+    super::raised::is_class(c, &[])
+}
+
+fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
     let mut out: Vec<Traceback> = Vec::new();
     let mut i = 0;
     let mut pending = Link::Start;
@@ -153,6 +341,33 @@ pub fn parse(lines: &[&str]) -> Vec<Traceback> {
             continue;
         }
         let header = is_header(l);
+        // An exception line outside any traceback is a frameless traceback of its own,
+        // its message read as in a whole one: a lone `ValueError: ...`, a frameless
+        // block (`Class:` alone with its message below, torchrun's `ChildFailedError:`
+        // summary), a DataLoader re-raise pasted without its outer traceback (the
+        // envelope, then the worker's `Original Traceback`, nested in it as in the whole
+        // paste).
+        if !header {
+            let frameless = exception_line(t).filter(|(c, _)| {
+                let short = c.rsplit(['.', ':']).next().unwrap_or(c);
+                is_exception_class_name(c) || layout.classes.iter().any(|x| x == short)
+            });
+            if let Some((class, msg)) = frameless {
+                let link = if out.is_empty() { Link::Start } else { pending };
+                let chain = match link {
+                    Link::Start => out.len(),
+                    _ => out.last().map(|t| t.chain).unwrap_or(out.len()),
+                };
+                let me = out.len();
+                out.push(Traceback { start: i, end: i, frames: Vec::new(), exception: None, link, chain });
+                let (message, last, next) = message_body(lines, i, msg, &mut out, me, layout, true);
+                out[me].exception = Some(Exception { class: class.to_string(), message, first: i, last });
+                out[me].end = last;
+                pending = Link::Start;
+                i = next.max(i + 1);
+                continue;
+            }
+        }
         // A traceback whose header was cut off still starts at its first frame.
         let headless = !header && python_frame(t).is_ok() && lines.get(i + 1).is_some_and(|n| !n.trim().is_empty());
         if !(header || headless) {
@@ -164,7 +379,7 @@ pub fn parse(lines: &[&str]) -> Vec<Traceback> {
             continue;
         }
         let link = if out.is_empty() { Link::Start } else { pending };
-        i = parse_one(lines, i, header, link, &mut out);
+        i = parse_one(lines, i, header, link, &mut out, layout);
         pending = Link::Start;
     }
     out
@@ -172,7 +387,14 @@ pub fn parse(lines: &[&str]) -> Vec<Traceback> {
 
 /// Parses one traceback (and any nested ones) starting at `start`; returns the index
 /// of the first line after it.
-fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut Vec<Traceback>) -> usize {
+fn parse_one(
+    lines: &[&str],
+    start: usize,
+    header: bool,
+    link: Link,
+    out: &mut Vec<Traceback>,
+    layout: &Layout<'_>,
+) -> usize {
     let chain = match link {
         Link::Start => out.len(),
         _ => out.last().map(|t| t.chain).unwrap_or(out.len()),
@@ -183,8 +405,10 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     // A traceback pasted indented (a markdown code block, a list item, a log that indents
     // what it quotes) is read relative to its header, or to its first frame's `File`.
     let base = if header { indent(lines[start]) } else { indent(lines[start]).saturating_sub(2) };
-    let ipython =
-        header && !lines[start].trim_start().starts_with("Traceback") && !lines[start].contains("Original Traceback");
+    let ipython = header
+        && !lines[start].trim_start().starts_with("Traceback")
+        && !lines[start].contains("Original Traceback")
+        && !lines[start].contains(": Traceback");
     // IPython and loguru/better_exceptions separate frames with blank lines; CPython never
     // does, so a blank line followed by a frame switches to that looser layout.
     let mut loose = ipython;
@@ -288,7 +512,7 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
             continue;
         }
         if let Some((class, msg)) = exception_line(t) {
-            let (message, last, next) = message_body(lines, i, msg, out, me);
+            let (message, last, next) = message_body(lines, i, msg, out, me, layout, false);
             exception = Some(Exception { class: class.to_string(), message, first: i, last });
             end = last.max(end);
             i = next;
@@ -312,27 +536,64 @@ fn parse_one(lines: &[&str], start: usize, header: bool, link: Link, out: &mut V
     i.max(start + 1)
 }
 
-/// Collects an exception's message: the rest of its line, then continuation lines up
-/// to a blank line, a new traceback or a chaining separator. A DataLoader
-/// `Original Traceback` inside the message is parsed as a nested traceback.
-fn message_body(lines: &[&str], at: usize, first: &str, out: &mut Vec<Traceback>, me: usize) -> (String, usize, usize) {
+/// Collects an exception's message: the rest of its line, then the lines that belong to
+/// it ([`Layout::continues`]), up to a blank line (unless one of the message's own tails
+/// follows it), a new traceback or a chaining separator. A DataLoader
+/// `Original Traceback` inside the message (any traceback under a `frameless` one) is
+/// parsed as a nested traceback.
+fn message_body(
+    lines: &[&str],
+    at: usize,
+    first: &str,
+    out: &mut Vec<Traceback>,
+    me: usize,
+    layout: &Layout<'_>,
+    frameless: bool,
+) -> (String, usize, usize) {
+    let _ = me;
+    // `Class:` with nothing after it (torchrun's `ChildFailedError:` summary): the
+    // message is the block below, every line up to a blank one.
+    let block = first.trim().is_empty() && lines[at].trim_end().ends_with(':');
     let mut msg = first.to_string();
     let mut last = at;
     let mut i = at + 1;
+    // torch <= 1.1 re-raised a DataLoader worker's error with the worker's whole
+    // traceback as the message (`RuntimeError: Traceback (most recent call last):`):
+    // that traceback is nested in this one, as `Original Traceback` is today.
+    if is_header(first) {
+        i = parse_one(lines, at, true, Link::Nested, out, layout);
+        last = out.last().map(|tb| tb.end).unwrap_or(at).max(at);
+    }
     while i < lines.len() && i - at < MAX_MESSAGE_LINES {
         let t = lines[i].trim();
         // A REPL prompt (`>>> `) after the message is the next command, not more message.
-        if t.is_empty() || t.starts_with(CAUSE) || t.starts_with(CONTEXT) || t.starts_with(">>>") {
+        if t.starts_with(CAUSE) || t.starts_with(CONTEXT) || t.starts_with(">>>") {
             break;
         }
+        if t.is_empty() {
+            let next = (i + 1..lines.len().min(i + 4)).find(|&j| !lines[j].trim().is_empty());
+            match next {
+                Some(j) if layout.is_tail_after_blank(lines[j].trim()) => {
+                    msg.push('\n');
+                    i = j;
+                    continue;
+                }
+                _ => break,
+            }
+        }
         if is_header(t) {
-            if t.starts_with("Original Traceback") {
-                let _ = me;
-                let next = parse_one(lines, i, true, Link::Nested, out);
+            // A worker's traceback inside the message: DataLoader's `Original Traceback`,
+            // or any traceback printed right under a frameless exception (a distributed
+            // checkpoint's per-rank `Traceback (most recent call last): (RANK 0)`).
+            if t.starts_with("Original Traceback") || frameless {
+                let next = parse_one(lines, i, true, Link::Nested, out, layout);
                 last = out.last().map(|tb| tb.end).unwrap_or(i);
                 i = next;
                 continue;
             }
+            break;
+        }
+        if !(block && !layout.headed(i) || layout.continues(lines, i, at)) {
             break;
         }
         msg.push('\n');
@@ -544,23 +805,6 @@ fn ipython_code(raw: &str) -> Option<Option<String>> {
     None
 }
 
-/// The exception class printed right before a message inside a line
-/// (`... a = t.numpy() TypeError: ` gives `TypeError`), for tracebacks pasted as one
-/// line and messages quoted in prose.
-pub fn class_before(before: &str) -> Option<&str> {
-    let b = before.trim_end();
-    // `RuntimeError: msg`, or a repr `RuntimeError('msg` inside an application log.
-    let t = b.strip_suffix(':').or_else(|| b.strip_suffix("('")).or_else(|| b.strip_suffix("(\""))?;
-    let start = t
-        .char_indices()
-        .rev()
-        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '.'))
-        .map(|(p, c)| p + c.len_utf8())
-        .unwrap_or(0);
-    let class = &t[start..];
-    exception_line(class).map(|(c, _)| c).filter(|c| c.len() == class.len())
-}
-
 /// `pkg.mod.SomeError: message` or a bare `SomeError`. Returns (class, message).
 pub fn exception_line(t: &str) -> Option<(&str, &str)> {
     // Markdown emphasis and blockquotes around a pasted exception line.
@@ -607,7 +851,7 @@ mod tests {
     #[test]
     fn cpython_311_with_carets() {
         let tbs = parse_text(
-            "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 42, in <module>\n    loss = loss_fn(out, labels)\n           ^^^^^^^^^^^^^^^^^^^^\n  File \"/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1787, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\nRuntimeError: Expected all tensors\nto be on the same device\n\nnext",
+            "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 42, in <module>\n    loss = loss_fn(out, labels)\n           ^^^^^^^^^^^^^^^^^^^^\n  File \"/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1787, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\nRuntimeError: Expected all tensors \nto be on the same device\nepoch 3 loss 0.1\n\nnext",
         );
         assert_eq!(tbs.len(), 1);
         let tb = &tbs[0];
@@ -763,18 +1007,6 @@ mod tests {
         assert_eq!(tbs.len(), 1);
         assert!(tbs[0].exception.is_none());
         assert_eq!(tbs[0].frames.len(), 1);
-    }
-
-    #[test]
-    fn class_before_a_message() {
-        assert_eq!(
-            class_before("Traceback (most recent call last): File \"a.py\", line 3, in f a = t.numpy() TypeError: "),
-            Some("TypeError")
-        );
-        assert_eq!(class_before("torch.OutOfMemoryError:"), Some("torch.OutOfMemoryError"));
-        assert_eq!(class_before("the error was: "), None);
-        assert_eq!(class_before("ERROR: "), None);
-        assert_eq!(class_before("failed because of the following error: RuntimeError('"), Some("RuntimeError"));
     }
 
     #[test]

@@ -14,13 +14,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::grammar::raised;
 use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
 use crate::report::{value_text, Culprit, Evidence, Finding, Location, Role, Trace};
 use crate::rules::conditions::holds;
 use crate::rules::evidence::{captures_to_evidence, derive, LogFacts};
 use crate::rules::facts::DEVICE_PLACEMENT;
-use crate::rules::matching::{one_line, Event, Incident, Stream};
+use crate::rules::matching::{one_line, Event, Incident, Loose, Stream};
 use crate::rules::pack::{Pack, Rule};
 use crate::rules::spec::{CaseSpec, CulpritCase, CulpritSpec};
 use crate::rules::text::{self, Context};
@@ -39,6 +40,8 @@ pub(crate) struct Draft {
     pub recognized: bool,
     /// Made by a rule that is a launcher's summary of failed workers.
     pub launcher: bool,
+    /// Made by a rule whose message is printed while the job is torn down.
+    pub teardown: bool,
     /// Printed by a logger and survived (`logger.exception(...)` then carried on).
     pub handled: bool,
     pub ts: Option<Timestamp>,
@@ -88,15 +91,39 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     }
     // A loose line of the same failure outside the traceback (a CUDA assertion line,
     // the launcher's `failed (exitcode ...)`) joins it: in its own stream first, else,
-    // for unranked lines, the same failure on any rank.
+    // for unranked lines, the same failure on any rank. A line printed right beside a
+    // traceback by a rule that knows more (a kernel's `Xid 79` after `unspecified launch
+    // failure`, inductor's warning naming the resource after `BackendCompilerFailed`)
+    // takes the traceback over. A later exception of the same rule, printed with its own
+    // class away from the traceback, is a failure of its own.
     let mut unmerged: Vec<(usize, Event)> = Vec::new();
     for (si, e) in loose {
-        let same = chosen[si].values_mut().find(|b| b.rule == e.rule);
-        if let Some(b) = same {
+        let s = &streams[si];
+        let near = |b: &Event| b.tb.is_some_and(|t| adjacent(s, s.tracebacks[t].chain, e.first));
+        let after = |b: &Event| b.tb.is_some_and(|t| after_start(s, s.tracebacks[t].chain, e.first));
+        let own_class = s.lines.get(e.first).is_some_and(|l| {
+            let col = e.m.start.saturating_sub(s.line_start(e.first)).min(l.text.len());
+            let col = (0..=col).rev().find(|&c| l.text.is_char_boundary(c)).unwrap_or(0);
+            raised::last_class(&l.text[..col], &pack.ingest().exception_classes).is_some()
+        });
+        if let Some(b) = chosen[si].values_mut().find(|b| b.rule == e.rule && (!own_class || near(b))) {
             merge_captures(b, &e);
             continue;
         }
-        if streams[si].rank.is_none() {
+        let rules = pack.rules();
+        let knows_more = |b: &Event| {
+            let (lr, cr) = (&rules[e.rule], &rules[b.rule]);
+            lr.spec.priority > cr.spec.priority
+                && (lr.family() == cr.family() || lr.spec.related.iter().any(|r| r == cr.id()))
+        };
+        if let Some(b) = chosen[si].values_mut().find(|b| near(b) && after(b) && knows_more(b)) {
+            let mut over = e.clone();
+            over.tb = b.tb;
+            merge_captures(&mut over, b);
+            *b = over;
+            continue;
+        }
+        if streams[si].rank.is_none() && !own_class {
             if let Some(b) = chosen.iter_mut().flat_map(|m| m.values_mut()).find(|b| b.rule == e.rule) {
                 merge_captures(b, &e);
                 continue;
@@ -123,8 +150,65 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             }
         }
     }
+    // Exceptions shown outside any traceback: never silent. An error log line no rule
+    // knows is reported only when nothing else is.
+    if let Some(rule) = pack.fallback() {
+        for s in streams {
+            for x in s.loose.iter().filter(|x| x.class.is_some()) {
+                drafts.push(loose_draft(pack, rule, s, x, log));
+            }
+        }
+        if drafts.is_empty() {
+            for s in streams {
+                for x in s.loose.iter().filter(|x| x.class.is_none()) {
+                    drafts.push(loose_draft(pack, rule, s, x, log));
+                }
+            }
+        }
+    }
     drafts.sort_by_key(|d| d.finding.location.line);
     drafts
+}
+
+/// An exception shown outside a traceback (or an error log line), bound to the pack's
+/// fallback rule; `shown_as` says how the line showed it.
+fn loose_draft(pack: &Pack, rule: &Rule, s: &Stream<'_>, x: &Loose, log: &LogFacts<'_>) -> Draft {
+    let inc = s.loose_incident(x);
+    let mut ev = incident_evidence(&inc);
+    ev.insert("shown_as", Value::from(x.shape));
+    scrub(&mut ev);
+    let frames = inc.frames.clone();
+    let ctx = Bind { pack, rule, frames: &frames, log, rank: inc.rank, location: inc.location, role_op: None };
+    let (finding, collateral) = bind(&ctx, ev);
+    let key = dedupe_key(&finding);
+    let per_rank = per_rank_of(&finding);
+    Draft {
+        finding,
+        collateral: collateral.unwrap_or(rule.spec.collateral),
+        recognized: false,
+        launcher: rule.spec.launcher_summary,
+        teardown: rule.spec.teardown,
+        handled: inc.handled,
+        ts: inc.ts,
+        per_rank,
+        reports: 1,
+        key,
+    }
+}
+
+/// Whether stream line `line` is within two lines of traceback chain `chain`.
+fn adjacent(s: &Stream<'_>, chain: usize, line: usize) -> bool {
+    let members = s.tracebacks.iter().filter(|t| t.chain == chain);
+    let (first, last) = members.fold((usize::MAX, 0), |(a, b), t| {
+        (a.min(t.start), b.max(t.end).max(t.exception.as_ref().map_or(0, |x| x.last)))
+    });
+    first != usize::MAX && line + 2 >= first && line <= last + 2
+}
+
+/// Whether stream line `line` comes after the start of traceback chain `chain` (a line
+/// before it is the context it was printed in, not a report of the same failure).
+fn after_start(s: &Stream<'_>, chain: usize, line: usize) -> bool {
+    s.tracebacks.iter().filter(|t| t.chain == chain).map(|t| t.start).min().is_some_and(|first| line > first)
 }
 
 /// Adds `from`'s captures whose keys `into` lacks (all elements of a list).
@@ -160,7 +244,7 @@ fn from_event(
     cache: &mut BTreeMap<String, Bound>,
 ) -> Draft {
     let rule = &pack.rules()[e.rule];
-    let inc = s.incident(e);
+    let inc = s.incident(e, &pack.ingest().exception_classes);
     let mut ev = incident_evidence(&inc);
     captures_to_evidence(&e.m, &mut ev);
     derive(&mut ev);
@@ -190,6 +274,7 @@ fn from_event(
         collateral: case_collateral.unwrap_or(rule.spec.collateral),
         recognized: true,
         launcher: rule.spec.launcher_summary,
+        teardown: rule.spec.teardown,
         handled: inc.handled,
         ts: inc.ts,
         per_rank,
@@ -234,6 +319,7 @@ fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &Lo
         collateral: collateral.unwrap_or(rule.spec.collateral),
         recognized: false,
         launcher: rule.spec.launcher_summary,
+        teardown: rule.spec.teardown,
         handled: inc.handled,
         ts: inc.ts,
         per_rank,

@@ -89,11 +89,15 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFil
     // A rule unsure of its own match (`possible`: a bare `Killed` in an application's
     // log line) does not start the collapse ahead of a failure some rule is sure of.
     let sure = |d: &Draft| d.finding.confidence != Confidence::Possible;
+    // Teardown (the agent's SIGTERMs, abort notices) never initiates while anything
+    // else is there; an exception a rank caught and logged comes after the cascade of
+    // echoes it explains, before teardown.
     let init = pick(&|d| !d.collateral && d.recognized && !d.handled && sure(d))
         .or_else(|| pick(&|d| !d.collateral && d.recognized && !d.handled))
         .or_else(|| pick(&|d| !d.collateral && !d.handled))
         .or_else(|| cascade(&merged))
-        .or_else(|| pick(&|d| d.collateral))
+        .or_else(|| pick(&|d| !d.collateral))
+        .or_else(|| pick(&|d| d.collateral && !d.teardown))
         .or_else(|| pick(&|_| true));
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
     if only_collateral {
@@ -219,7 +223,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFil
 /// cascade), which best locates the failure. Returns its first report.
 fn cascade(merged: &[Draft]) -> Option<usize> {
     let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
-    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && !d.launcher) {
+    for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && !d.launcher && !d.teardown) {
         let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
         e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
         e.1 += d.reports;
@@ -274,6 +278,7 @@ mod tests {
         collateral: bool,
         recognized: bool,
         launcher: bool,
+        teardown: bool,
         handled: bool,
         confidence: Confidence,
         frame: Option<&'static str>,
@@ -287,6 +292,7 @@ mod tests {
             collateral: false,
             recognized: true,
             launcher: false,
+            teardown: false,
             handled: false,
             confidence: Confidence::Likely,
             frame: None,
@@ -330,6 +336,7 @@ mod tests {
             collateral: x.collateral,
             recognized: x.recognized,
             launcher: x.launcher,
+            teardown: x.teardown,
             handled: x.handled,
             ts: None,
             reports: 1,
@@ -389,6 +396,17 @@ mod tests {
             ranks_seen: &[],
             initiating: Some(("child-failed", Some(3))),
             others: &[],
+        },
+        Case {
+            name: "teardown never initiates: a rank's logged exception does, ahead of the SIGTERMs",
+            drafts: &[
+                D { handled: true, ..d("matmul", Some(2), 10) },
+                D { teardown: true, ..echo("sigterm", 2, 22) },
+                D { teardown: true, ..echo("sigterm", 3, 23) },
+            ],
+            ranks_seen: &[],
+            initiating: Some(("matmul", Some(2))),
+            others: &[("sigterm", Role::Collateral)],
         },
         Case { name: "no drafts, no initiating finding", drafts: &[], ranks_seen: &[], initiating: None, others: &[] },
     ];

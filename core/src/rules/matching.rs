@@ -13,9 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::conditions::holds_on_evidence;
 use super::evidence::{captures_to_evidence, derive};
 use super::pack::{Pack, Rule};
-use super::prefilter::Prefilter;
+use super::prefilter::{Anchored, Prefilter};
 use super::template::Match;
 use crate::grammar::elastic;
+use crate::grammar::raised;
 use crate::grammar::traceback::{self, Frame, Link, Traceback};
 use crate::ingest::window::Kept;
 use crate::ingest::{Line, Timestamp};
@@ -36,7 +37,26 @@ pub(crate) struct Event {
     pub last: usize,
     /// Index of the traceback (in the stream's list) whose message holds the match.
     pub tb: Option<usize>,
+    /// Confidence steps the match costs: a cut text, a missing first sentence, no
+    /// exception class visible where the template names one.
+    pub degraded: u8,
 }
+
+/// An exception a line shows outside any traceback and any template match (a lone
+/// `ValueError: ...`, a repr, a dict field), or an error-level C++ log line no rule knows.
+#[derive(Clone, Debug)]
+pub(crate) struct Loose {
+    /// Stream-local line index.
+    pub line: usize,
+    /// The class without its module; `None` for an error log line.
+    pub class: Option<String>,
+    pub message: String,
+    /// How the line showed it: `line`, `repr`, `field`, `footer`, `log-error`.
+    pub shape: &'static str,
+}
+
+/// Most loose exceptions kept per stream: the earliest, where a failure starts.
+const MAX_LOOSE: usize = 64;
 
 /// A stream after parsing: its lines, tracebacks and events.
 #[derive(Debug)]
@@ -47,6 +67,8 @@ pub(crate) struct Stream<'l> {
     pub events: Vec<Event>,
     /// Entries of torchrun `ChildFailedError` summaries in this stream.
     pub elastic: Vec<elastic::Entry>,
+    /// Exceptions shown outside any traceback and any template match.
+    pub loose: Vec<Loose>,
     /// Offset of each line in the stream's joined text.
     pub starts: Vec<usize>,
 }
@@ -81,7 +103,15 @@ pub(crate) fn streams<'l>(pack: &Pack, pre: &Prefilter, kept: &'l [Kept]) -> Vec
 
 fn parse_stream<'l>(pack: &Pack, pre: &Prefilter, rank: Option<u32>, lines: Vec<&'l Line>) -> Stream<'l> {
     let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
-    let tracebacks = traceback::parse(&texts);
+    let headed: Vec<bool> = lines.iter().map(|l| l.level.is_some() || l.ts.is_some()).collect();
+    let ing = pack.ingest();
+    let layout = traceback::Layout {
+        headed: &headed,
+        tails: &ing.message_tails,
+        after_blank: &ing.tails_after_blank,
+        classes: &ing.exception_classes,
+    };
+    let tracebacks = traceback::parse_with(&texts, &layout);
     let mut hay = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
     let mut starts = Vec::with_capacity(texts.len());
     for t in &texts {
@@ -89,9 +119,58 @@ fn parse_stream<'l>(pack: &Pack, pre: &Prefilter, rank: Option<u32>, lines: Vec<
         hay.push_str(t);
         hay.push('\n');
     }
-    let events = match_events(pack, pre, &hay, &starts, &texts, &tracebacks);
+    let extra = &ing.exception_classes;
+    let events = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, extra);
     let elastic = if hay.contains("local_rank") { elastic::entries(&texts) } else { Vec::new() };
-    Stream { rank, lines, tracebacks, events, elastic, starts }
+    let loose = loose_exceptions(&lines, &tracebacks, &events, extra);
+    Stream { rank, lines, tracebacks, events, elastic, loose, starts }
+}
+
+/// The exceptions lines show outside tracebacks and template matches, and the C++
+/// error log lines (`[E ...]`, `E1129 ...]`) no rule matched: consecutive error log
+/// lines are one.
+fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra: &[String]) -> Vec<Loose> {
+    let mut covered = vec![false; lines.len()];
+    let mut cover = |a: usize, b: usize| {
+        for c in covered.iter_mut().take(b.saturating_add(1).min(lines.len())).skip(a) {
+            *c = true;
+        }
+    };
+    for t in tbs {
+        cover(t.start, t.end.max(t.exception.as_ref().map_or(0, |x| x.last)));
+    }
+    for e in events {
+        cover(e.first, e.last);
+    }
+    let mut out: Vec<Loose> = Vec::new();
+    let mut prev_error_line = false;
+    for (i, l) in lines.iter().enumerate() {
+        if covered[i] || l.no == 0 {
+            prev_error_line = false;
+            continue;
+        }
+        if let Some(r) = raised::find(&l.text, extra) {
+            let shape = match r.shape {
+                raised::Shape::Line => "line",
+                raised::Shape::Repr => "repr",
+                raised::Shape::Field => "field",
+                raised::Shape::Footer => "footer",
+            };
+            out.push(Loose { line: i, class: Some(r.short_class().to_string()), message: r.message, shape });
+            prev_error_line = false;
+        } else if l.level == Some('E') && !l.logger && !l.text.trim().is_empty() {
+            if !prev_error_line {
+                out.push(Loose { line: i, class: None, message: l.text.trim().to_string(), shape: "log-error" });
+            }
+            prev_error_line = true;
+        } else {
+            prev_error_line = false;
+        }
+        if out.len() >= MAX_LOOSE {
+            break;
+        }
+    }
+    out
 }
 
 /// Runs the templates at the prefilter's hits and keeps the best non-overlapping
@@ -103,23 +182,35 @@ fn match_events(
     starts: &[usize],
     texts: &[&str],
     tbs: &[Traceback],
+    extra: &[String],
 ) -> Vec<Event> {
     let rules = pack.rules();
     let mut cands: Vec<Event> = Vec::new();
     // Both anchors of a template usually hit: try each start once.
-    let mut tried: BTreeSet<(usize, usize, usize)> = BTreeSet::new();
-    let mut try_at = |ri: usize, ti: usize, word: usize, anchor_pos: usize, cands: &mut Vec<Event>| {
-        let rule: &Rule = &rules[ri];
-        let t = &rule.templates[ti];
-        let Some(start) = t.start_for_word(hay, anchor_pos, word) else { return };
+    let mut tried: BTreeSet<(usize, usize, usize, usize)> = BTreeSet::new();
+    let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>| {
+        let rule: &Rule = &rules[a.rule];
+        let t = &rule.templates[a.template];
+        let Some(start) = t.start_for_word(hay, anchor_pos, a.entry, a.word) else { return };
         // A second anchor only matters where a wrap may have split the first.
-        if !t.is_first_anchor(word) && !t.wrap_in_lead(hay, anchor_pos, word) {
+        if !t.is_first_anchor(a.entry, a.word) && !t.wrap_in_lead(hay, anchor_pos, a.entry, a.word) {
             return;
         }
-        if !tried.insert((ri, ti, start)) {
+        if !tried.insert((a.rule, a.template, a.entry, start)) {
             return;
         }
-        let Some(m) = t.match_at(hay, start) else { return };
+        // A later sentence stands for the message only where it begins one: at the
+        // start of its line, or after an exception class.
+        if a.entry > 0 && !begins_message(hay, start, extra) {
+            return;
+        }
+        let Some(m) = t.match_entry(hay, start, a.entry) else { return };
+        // A message whose first letter is in the other case (`killed by signal`) is
+        // that message only where one begins, unless its leading words are distinctive.
+        if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, start, extra) {
+            return;
+        }
+        let (ri, ti) = (a.rule, a.template);
         let first = line_of(starts, m.start);
         let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
         let tb = owning_traceback(tbs, first);
@@ -127,21 +218,23 @@ fn match_events(
         if tbs.iter().any(|t| in_frames(t, first)) {
             return;
         }
-        cands.push(Event { rule: ri, template: ti, m, first, last, tb });
+        let degraded = m.degraded();
+        cands.push(Event { rule: ri, template: ti, m, first, last, tb, degraded });
     };
     if pre.enabled() {
         for hit in pre.anchors_ac.find_overlapping_iter(hay) {
             for a in &pre.anchored[hit.pattern().as_usize()] {
-                try_at(a.rule, a.template, a.word, hit.start(), &mut cands);
+                try_at(a, hit.start(), &mut cands);
             }
         }
     } else {
         for (ri, rule) in rules.iter().enumerate() {
             for (ti, t) in rule.templates.iter().enumerate() {
-                for (word, anchor) in t.anchors() {
+                for x in t.anchors() {
+                    let a = Anchored { rule: ri, template: ti, entry: x.entry, word: x.word };
                     let mut pos = 0;
-                    while let Some(off) = hay[pos..].find(anchor) {
-                        try_at(ri, ti, word, pos + off, &mut cands);
+                    while let Some(off) = find_either_case(&hay[pos..], x.text, x.word == 0) {
+                        try_at(&a, pos + off, &mut cands);
                         pos += off + 1;
                         while !hay.is_char_boundary(pos) {
                             pos += 1;
@@ -151,15 +244,24 @@ fn match_events(
             }
         }
     }
-    // Exception-class filters of the templates.
-    cands.retain(|e| {
+    // Exception-class filters of the templates. A class printed elsewhere (a subclass
+    // counts as its parents) drops the match; no class visible at all keeps it a
+    // confidence step lower.
+    cands.retain_mut(|e| {
         let spec = &rules[e.rule].spec.matches[e.template];
         if spec.exception.is_empty() {
             return true;
         }
         let line_at = |i: usize| texts.get(i).copied();
-        let class = exception_class(line_at, e.tb.map(|t| &tbs[t]), e.first, e.m.start - starts[e.first]);
-        class.is_some_and(|c| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(c.as_str())))
+        match exception_class(line_at, e.tb.map(|t| &tbs[t]), e.first, e.m.start - starts[e.first], extra) {
+            None => {
+                e.degraded += 1;
+                true
+            }
+            Some(c) => {
+                pack.class_and_parents(&c).any(|k| spec.exception.iter().any(|x| x.rsplit('.').next() == Some(k)))
+            }
+        }
     });
     // Conditions on a match's own captures.
     cands.retain(|e| match &rules[e.rule].spec.matches[e.template].when {
@@ -171,10 +273,16 @@ fn match_events(
             holds_on_evidence(w, &ev.to_map())
         }
     });
-    // Best first: priority, then specificity, then position.
+    // Best first: a whole message before a cut or headless one, then priority, then
+    // specificity, then position.
     cands.sort_by(|a, b| {
         let (ra, rb) = (&rules[a.rule].spec, &rules[b.rule].spec);
-        rb.priority.cmp(&ra.priority).then(b.m.literal_len.cmp(&a.m.literal_len)).then(a.m.start.cmp(&b.m.start))
+        let rough = |m: &Match| (m.truncated || m.head_missing, m.folded);
+        rough(&a.m)
+            .cmp(&rough(&b.m))
+            .then(rb.priority.cmp(&ra.priority))
+            .then(b.m.literal_len.cmp(&a.m.literal_len))
+            .then(a.m.start.cmp(&b.m.start))
     });
     let mut kept: Vec<Event> = Vec::new();
     for c in cands {
@@ -218,9 +326,11 @@ impl Stream<'_> {
     /// Whether the traceback starting at `start` was printed by a logger
     /// (`logger.exception`), i.e. caught and reported rather than fatal.
     pub(crate) fn logged(&self, start: usize) -> bool {
-        start > 0 && {
+        let by_logger = |l: &Line| l.logger && matches!(l.level, Some('E') | Some('W'));
+        let own = self.lines.get(start).is_some_and(|l| by_logger(l) && !l.text.contains("Traceback"));
+        own || start > 0 && {
             let prev = self.lines[start - 1];
-            prev.logger && matches!(prev.level, Some('E') | Some('W')) && !prev.text.contains("Traceback")
+            by_logger(prev) && !prev.text.contains("Traceback")
         }
     }
 
@@ -258,15 +368,19 @@ impl Stream<'_> {
 
 /// The exception class a message belongs to, without its module: the one lookup, for
 /// the match-time `exception` filter and for the evidence alike. The owning traceback's
-/// exception line; else, outside a parsed traceback, what precedes the message on its
-/// line (a one-line paste, an application log line); else, for a C++ `what():` line,
-/// the class of the `terminate called after throwing an instance of 'T'` above it.
-/// `col` is the message's byte offset in line `first`.
+/// exception line; else, outside a parsed traceback: the last `Class:` before the
+/// message on its line (prose, quotes and backticks between them, a class glued to the
+/// message or to non-Latin text), a dict or JSON field on the line naming the class, a
+/// frameless block (a line `Class:` alone above the message), a pytest footer in the
+/// lines after, and for a C++ `what():` line the class of the
+/// `terminate called after throwing an instance of 'T'` above it. `col` is the
+/// message's byte offset in line `first`; `extra` the classes the rule data adds.
 pub(crate) fn exception_class<'a>(
     line_at: impl Fn(usize) -> Option<&'a str>,
     tb: Option<&Traceback>,
     first: usize,
     col: usize,
+    extra: &[String],
 ) -> Option<String> {
     if let Some(x) = tb.and_then(|t| t.exception.as_ref()) {
         return Some(x.short_class().to_string());
@@ -274,15 +388,34 @@ pub(crate) fn exception_class<'a>(
     let line = line_at(first)?;
     let col = (0..=col.min(line.len())).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
     let before = &line[..col];
-    let class = traceback::class_before(before)
-        .or_else(|| traceback::exception_line(before.trim()).map(|(c, _)| c))
-        .or_else(|| {
-            if !line.trim_start().starts_with("what():") {
-                return None;
+    let short = |c: &str| c.rsplit(['.', ':']).next().unwrap_or(c).to_string();
+    if let Some(c) = raised::class_before(before, extra).or_else(|| raised::last_class(before, extra)) {
+        return Some(short(c));
+    }
+    if let Some((c, _)) = traceback::exception_line(before.trim()).filter(|(c, _)| raised::is_class(c, extra)) {
+        return Some(short(c));
+    }
+    if let Some(r) = raised::find(line, extra).filter(|r| r.shape == raised::Shape::Field) {
+        return Some(short(&r.class));
+    }
+    if line.trim_start().starts_with("what():") {
+        let c = (first.saturating_sub(2)..first).rev().find_map(|i| line_at(i).and_then(traceback::terminate_class));
+        return c.map(short);
+    }
+    // A frameless block: `RuntimeError:` alone, the message on the lines below.
+    if before.trim().is_empty() {
+        if let Some(prev) = first.checked_sub(1).and_then(&line_at) {
+            let p = prev.trim();
+            if let Some(c) = p.strip_suffix(':').filter(|c| raised::is_class(c, extra)) {
+                return Some(short(c));
             }
-            (first.saturating_sub(2)..first).rev().find_map(|i| line_at(i).and_then(traceback::terminate_class))
-        })?;
-    Some(class.rsplit('.').next().unwrap_or(class).to_string())
+        }
+    }
+    // pytest prints the class again after the message: `tests/test_x.py:12: ValueError`.
+    (first + 1..first + 4).find_map(|i| {
+        let r = raised::find(line_at(i)?, extra)?;
+        (r.shape == raised::Shape::Footer).then(|| short(&r.class))
+    })
 }
 
 /// Longest `message` evidence, in characters.
@@ -319,20 +452,21 @@ pub(crate) struct Incident<'s> {
 
 impl<'s> Stream<'s> {
     /// The incident of a template match.
-    pub(crate) fn incident(&'s self, e: &Event) -> Incident<'s> {
+    pub(crate) fn incident(&'s self, e: &Event, extra: &[String]) -> Incident<'s> {
+        let own = e.tb.map(|t| &self.tracebacks[t]);
         // A message printed before its own frames (Streamlit's error panel: the
-        // message, then `Traceback:`) takes the exception-less traceback right after it.
-        let tb = e.tb.map(|t| &self.tracebacks[t]).or_else(|| {
-            self.tracebacks.iter().find(|t| t.exception.is_none() && t.start > e.last && t.start <= e.last + 2)
-        });
-        let (first, last) = match tb {
-            Some(t) => (t.start.min(e.first), t.end.max(e.last)),
-            None => (e.first, e.last),
-        };
+        // message, then `Traceback:`; a lone exception line, then its stack) takes the
+        // exception-less traceback right after it.
+        let frameless = own.is_none_or(|t| self.chain_frames(t).is_empty());
+        let after = own.map_or(e.last, |t| t.end.max(e.last));
+        let trailing = frameless.then(|| self.trailing_frames(after)).flatten();
+        let framed = trailing.or(own);
+        let first = own.map_or(e.first, |t| t.start.min(e.first));
+        let last = framed.map_or(e.last, |t| t.end.max(e.last));
         let line_at = |i: usize| self.lines.get(i).map(|l| l.text.as_str());
         let col = e.m.start.saturating_sub(self.line_start(e.first));
-        let exception = exception_class(line_at, tb, e.first, col);
-        let message = match tb.and_then(|t| t.exception.as_ref()) {
+        let exception = exception_class(line_at, own, e.first, col, extra);
+        let message = match own.and_then(|t| t.exception.as_ref()) {
             Some(x) => one_line(&x.message),
             None => {
                 // Outside a parsed traceback the message is what follows its class.
@@ -345,14 +479,22 @@ impl<'s> Stream<'s> {
         };
         Incident {
             location: self.span(first, last),
-            rank: self.rank_at(e.first).or_else(|| tb.and_then(|t| self.rank_from_intro(t.start))),
+            rank: self.rank_at(e.first).or_else(|| framed.and_then(|t| self.rank_from_intro(t.start))),
             exception,
             message: Some(message),
-            frames: tb.map(|t| self.chain_frames(t)).unwrap_or_default(),
-            user_frame: self.user_frame(tb),
-            handled: tb.is_some_and(|t| self.logged(t.start)),
+            frames: framed.map(|t| self.chain_frames(t)).unwrap_or_default(),
+            user_frame: self.user_frame(framed),
+            handled: own.or(framed).is_some_and(|t| self.logged(t.start)),
             ts: (first..=last).find_map(|i| self.lines.get(i).and_then(|l| l.ts)),
         }
+    }
+
+    /// An exception-less traceback starting within two lines after stream line `last`:
+    /// the frames a message printed before them.
+    fn trailing_frames(&'s self, last: usize) -> Option<&'s Traceback> {
+        self.tracebacks
+            .iter()
+            .find(|t| t.exception.is_none() && !t.frames.is_empty() && t.start > last && t.start <= last + 2)
     }
 
     /// The incident of a traceback chain no template matched, if it is one: a chain with
@@ -379,23 +521,81 @@ impl<'s> Stream<'s> {
             return None;
         }
         // Frames printed after their message belong to that message's finding.
-        if x.is_none() && self.events.iter().any(|e| e.tb.is_none() && tb.start > e.last && tb.start <= e.last + 2) {
+        let after = |last: usize| tb.start > last && tb.start <= last + 2;
+        let frameless_end = |t: &Traceback| (t.frames.is_empty() && t.exception.is_some()).then_some(t.end);
+        if x.is_none()
+            && (self.events.iter().any(|e| e.tb.is_none() && after(e.last))
+                || self.loose.iter().any(|l| after(l.line))
+                || self.tracebacks.iter().filter_map(frameless_end).any(after))
+        {
             return None;
         }
+        // A frameless exception takes the frames printed right after it.
+        let trailing = (x.is_some() && members.iter().all(|t| t.frames.is_empty()))
+            .then(|| self.trailing_frames(members.iter().map(|t| t.end).max().unwrap_or(tb.end)))
+            .flatten();
         let last_exc = top.iter().rev().find_map(|t| t.exception.as_ref()).filter(|f| Some(*f) != x);
         let first = members.iter().map(|t| t.start).min().unwrap_or(tb.start);
-        let last = members.iter().map(|t| t.end).max().unwrap_or(tb.end).min(self.lines.len() - 1);
+        let last = members.iter().map(|t| t.end).max().unwrap_or(tb.end).max(trailing.map_or(0, |t| t.end));
+        let last = last.min(self.lines.len() - 1);
         let incident = Incident {
             location: self.span(first, last),
             rank: self.rank_at(first).or_else(|| self.rank_from_intro(tb.start)),
             exception: x.map(|x| x.short_class().to_string()),
             message: x.map(|x| one_line(&x.message)),
             frames: Vec::new(),
-            user_frame: self.user_frame(Some(tb)),
+            user_frame: self.user_frame(Some(tb)).or_else(|| trailing.and_then(|t| t.user_frame())),
             handled: self.logged(tb.start),
             ts: self.lines.get(first).and_then(|l| l.ts),
         };
         Some((incident, last_exc))
+    }
+}
+
+/// Whether a message may begin at byte `start` of `hay`: nothing before it on its line
+/// but whitespace, quotes, or an exception class and its colon.
+fn begins_message(hay: &str, start: usize, extra: &[String]) -> bool {
+    let line_start = hay[..start].rfind('\n').map_or(0, |p| p + 1);
+    let before = hay[line_start..start].trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'));
+    before.is_empty() || raised::class_before(before, extra).is_some()
+}
+
+/// The first occurrence of `word` in `hay`, also with its first letter's case swapped
+/// when `either` (a message's first word).
+fn find_either_case(hay: &str, word: &str, either: bool) -> Option<usize> {
+    let exact = hay.find(word);
+    if !either || word.is_empty() || !word.as_bytes()[0].is_ascii_alphabetic() {
+        return exact;
+    }
+    let c = word.as_bytes()[0];
+    let swapped = format!(
+        "{}{}",
+        if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() } as char,
+        &word[1..]
+    );
+    match (exact, hay.find(&swapped)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl<'s> Stream<'s> {
+    /// The incident of an exception shown outside a traceback: its line, and the
+    /// frames printed right after it (a message printed before its own traceback).
+    pub(crate) fn loose_incident(&'s self, x: &Loose) -> Incident<'s> {
+        let tb = self.tracebacks.iter().find(|t| t.exception.is_none() && t.start > x.line && t.start <= x.line + 2);
+        let last = tb.map_or(x.line, |t| t.end);
+        let l = self.lines[x.line];
+        Incident {
+            location: self.span(x.line, last),
+            rank: self.rank_at(x.line),
+            exception: x.class.clone(),
+            message: Some(one_line(&x.message)).filter(|m| !m.is_empty()),
+            frames: tb.map(|t| t.frames.iter().collect()).unwrap_or_default(),
+            user_frame: tb.and_then(|t| t.user_frame()),
+            handled: l.logger && matches!(l.level, Some('E') | Some('W')),
+            ts: l.ts,
+        }
     }
 }
 

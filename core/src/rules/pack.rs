@@ -555,6 +555,11 @@ struct PrecompiledFile<'a> {
     value: &'a serde_json::value::RawValue,
 }
 
+/// Text with every run of whitespace one space.
+fn normalize_space(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 impl Pack {
     /// Compiles rule and data files. Later sources override earlier ones with the same
     /// rule id. Cross-rule consistency (`related` ids, examples) is checked by
@@ -580,7 +585,28 @@ impl Pack {
             let rule = compile_rule(*src, &self.families)?;
             self.insert(src, rule)?;
         }
+        self.settle_entries();
         Ok(self)
+    }
+
+    /// A later sentence of a template names its message alone only if no other rule's
+    /// message holds its text (a hint many CUDA errors end with names none of them):
+    /// turns each template's later entries on or off for the pack as it now stands.
+    fn settle_entries(&mut self) {
+        let sources: Vec<(usize, String)> = self
+            .rules
+            .iter()
+            .enumerate()
+            .flat_map(|(ri, r)| r.templates.iter().map(move |t| (ri, normalize_space(t.source()))))
+            .collect();
+        for (ri, rule) in self.rules.iter_mut().enumerate() {
+            for t in &mut rule.templates {
+                t.set_live_entries(|lead| {
+                    let lead = normalize_space(lead);
+                    !sources.iter().any(|(other, src)| *other != ri && src.contains(&lead))
+                });
+            }
+        }
     }
 
     /// The pack from its precompiled form (every file's TOML as JSON) and the files it was made
@@ -624,6 +650,7 @@ impl Pack {
             let rule = compile_spec(src, spec, &pack.families).ok()?;
             pack.insert(&src, rule).ok()?;
         }
+        pack.settle_entries();
         Some(pack)
     }
 
@@ -643,7 +670,12 @@ impl Pack {
     }
 
     fn add_ingest(&mut self, f: IngestFile) {
-        self.ingest.continuations.extend(f.continuations);
+        let i = &mut self.ingest;
+        i.continuations.extend(f.continuations);
+        i.message_tails.extend(f.message_tails);
+        i.tails_after_blank.extend(f.tails_after_blank);
+        i.exception_classes.extend(f.exception_classes);
+        i.exception_parents.extend(f.exception_parents);
     }
 
     fn add_notices(&mut self, f: NoticesFile) {
@@ -717,6 +749,22 @@ impl Pack {
     /// How lines continuing a C++ log record begin (`data/ingest.toml`).
     pub(crate) fn continuations(&self) -> &[String] {
         &self.ingest.continuations
+    }
+
+    /// What the traceback grammar needs of the library's messages (`data/ingest.toml`).
+    pub(crate) fn ingest(&self) -> &IngestFile {
+        &self.ingest
+    }
+
+    /// A class, then its parents as `data/ingest.toml` lists them (bounded: a cycle in a
+    /// third-party table ends the walk).
+    pub(crate) fn class_and_parents<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let mut next = Some(class);
+        (0..16).map_while(move |_| {
+            let c = next?;
+            next = self.ingest.exception_parents.get(c).map(String::as_str);
+            Some(c)
+        })
     }
 
     /// The run-level notices.

@@ -39,7 +39,9 @@ pub(crate) const DFA_AFTER: u64 = 2 << 20;
 pub(crate) struct Anchored {
     pub rule: usize,
     pub template: usize,
-    /// Index of the anchor among the template's leading words.
+    /// The template's entry the anchor leads (0: its start).
+    pub entry: usize,
+    /// Index of the anchor among the entry's leading words.
     pub word: usize,
 }
 
@@ -89,7 +91,7 @@ impl Prefilter {
         let mut patterns: Vec<String> = Vec::new();
         let mut anchored: Vec<Vec<Anchored>> = Vec::new();
         let mut n_first = 0;
-        let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut ids: BTreeMap<String, usize> = BTreeMap::new();
         // First anchors first: patterns `0..n_first` are what the raw scan looks for.
         // Second anchors only serve the prefilter over kept lines: a line whose first
         // anchor a wrap split is kept anyway by its structure (`Error:`, the traceback
@@ -97,13 +99,25 @@ impl Prefilter {
         for second in [false, true] {
             for (ri, rule) in pack.rules().iter().enumerate() {
                 for (ti, t) in rule.templates.iter().enumerate() {
-                    for (word, anchor) in t.anchors().into_iter().skip(usize::from(second)).take(1) {
-                        let pid = *ids.entry(anchor).or_insert_with(|| {
-                            patterns.push(anchor.to_string());
-                            anchored.push(Vec::new());
-                            patterns.len() - 1
-                        });
-                        anchored[pid].push(Anchored { rule: ri, template: ti, word });
+                    for a in t.anchors().into_iter().filter(|a| t.is_first_anchor(a.entry, a.word) != second) {
+                        // A message's first word may be printed in either case (quoted
+                        // mid-sentence, retyped): both spellings are searched.
+                        let mut spellings = vec![a.text.to_string()];
+                        if a.word == 0 {
+                            spellings.extend(swap_first_case(a.text));
+                        }
+                        for text in spellings {
+                            let pid = match ids.get(text.as_str()) {
+                                Some(&p) => p,
+                                None => {
+                                    patterns.push(text.clone());
+                                    anchored.push(Vec::new());
+                                    ids.insert(text, patterns.len() - 1);
+                                    patterns.len() - 1
+                                }
+                            };
+                            anchored[pid].push(Anchored { rule: ri, template: ti, entry: a.entry, word: a.word });
+                        }
                     }
                 }
             }
@@ -172,6 +186,13 @@ impl Prefilter {
     }
 }
 
+/// `word` with its first letter in the other case, when it starts with a letter.
+fn swap_first_case(word: &str) -> Option<String> {
+    let c = word.chars().next().filter(char::is_ascii_alphabetic)?;
+    let swapped = if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() };
+    Some(format!("{swapped}{}", &word[1..]))
+}
+
 impl Trigger for Scan<'_> {
     fn scan(&self, bytes: &[u8], read: u64, seen: &mut [bool], trigger: &mut dyn FnMut(usize, Option<usize>)) {
         let pre = self.prefilter;
@@ -221,8 +242,8 @@ impl Trigger for Scan<'_> {
         let rules = self.pack.rules();
         self.prefilter.anchored[pattern].iter().any(|a| {
             let t = &rules[a.rule].templates[a.template];
-            match t.walk_back(text, at, a.word) {
-                WalkBack::Start(start) => t.could_match_at(text, start),
+            match t.walk_back(text, at, a.entry, a.word) {
+                WalkBack::Start(start) => t.could_match_at(text, start, a.entry),
                 // The line begins inside the leading words: the rest may sit on the
                 // previous line (a wrap).
                 WalkBack::RanOut => true,

@@ -239,6 +239,11 @@ pub struct RuleSpec {
     /// This message is normally the echo of a failure elsewhere.
     #[serde(default)]
     pub collateral: bool,
+    /// This message is printed while the job is torn down after a failure (the agent's
+    /// SIGTERMs to healthy workers, a process group's abort notice, a store's broken
+    /// pipe after its server died): it never initiates and is no cascade to follow.
+    #[serde(default)]
+    pub teardown: bool,
     /// This message is the launcher's summary of failed workers (torchrun's
     /// `ChildFailedError`): it names ranks, and a worker's own report is its cause.
     #[serde(default)]
@@ -407,6 +412,7 @@ pub const RULE_KEYS: &[&str] = &[
     "title",
     "summary",
     "collateral",
+    "teardown",
     "launcher_summary",
     "fallback",
     "priority",
@@ -459,6 +465,24 @@ pub struct IngestFile {
     /// after the first carry no `[rankN]:` prefix, and stay with its rank).
     #[serde(default)]
     pub continuations: Vec<String>,
+    /// How a line that continues a Python exception message begins although it is not
+    /// indented (PyTorch's multi-line messages: DDP's hints, the CUDA error tail): a
+    /// message otherwise ends at the first line that does not belong to it.
+    #[serde(default)]
+    pub message_tails: Vec<String>,
+    /// Tails that may follow a blank line inside one message (dynamo's `from user
+    /// code:` block).
+    #[serde(default)]
+    pub tails_after_blank: Vec<String>,
+    /// Exception classes whose names do not end in `Error`, `Exception`, `Exit` or
+    /// `Interrupt` (`Unsupported`, `StopIteration`): a line `Class: message` with one of
+    /// them is a raised exception too.
+    #[serde(default)]
+    pub exception_classes: Vec<String>,
+    /// Each exception class's parent (`OutOfMemoryError = "RuntimeError"`): a rule
+    /// filtered on a class also takes its subclasses.
+    #[serde(default)]
+    pub exception_parents: BTreeMap<String, String>,
 }
 
 /// The JSON Schema of a rule file, for editors (`#:schema schema/rule.schema.json`).

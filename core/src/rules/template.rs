@@ -101,6 +101,22 @@ pub enum Piece {
     Opt(Vec<Piece>),
     /// `{a|b}`.
     Alt(Vec<Vec<Piece>>),
+    /// `{fields Key=kind:name ...}`: a comma-separated `Key=value` list read as a set
+    /// (any order, any subset, unknown keys skipped), up to the list's closing bracket.
+    Fields(Vec<FieldSpec>),
+}
+
+/// One known key of a `{fields ...}` list and the capture its value fills.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldSpec {
+    /// The key as printed (`SeqNum`, `Timeout(ms)`); compared without case.
+    pub key: String,
+    /// How the value is read.
+    pub kind: Kind,
+    /// The evidence key it fills.
+    pub name: String,
+    /// Whether it appends to a list.
+    pub list: bool,
 }
 
 /// A compiled template.
@@ -108,11 +124,78 @@ pub enum Piece {
 pub struct Template {
     source: String,
     pieces: Vec<Piece>,
-    /// Indices in `pieces` of the leading literal words (before the first capture).
-    lead: Vec<usize>,
-    /// Indices in `lead` of the anchors, the first anchor first (see [`Template::anchors`]).
-    anchors: Vec<usize>,
+    /// Where a match may begin: the template's start first, then each later sentence
+    /// distinctive enough to name the message alone (see [`Template::entries`]).
+    entries: Vec<Entry>,
 }
+
+/// A place among a template's top-level pieces where a match may begin.
+#[derive(Clone, Debug, PartialEq)]
+struct Entry {
+    /// Index in `pieces` of its first piece.
+    at: usize,
+    /// Indices in `pieces` of its leading literal words (before the first capture).
+    lead: Vec<usize>,
+    /// Indices in `lead` of the anchors, the first anchor first.
+    anchors: Vec<usize>,
+    /// Whether matches may begin here (the pack turns a later entry off when another
+    /// rule's message holds its text: then it names no message alone).
+    live: bool,
+}
+
+impl Entry {
+    fn new(pieces: &[Piece], at: usize) -> Entry {
+        let mut lead = Vec::new();
+        for (i, p) in pieces.iter().enumerate().skip(at) {
+            match p {
+                Piece::Lit(_) => lead.push(i),
+                Piece::Space => {}
+                _ => break,
+            }
+        }
+        let mut e = Entry { at, lead, anchors: Vec::new(), live: true };
+        let words: Vec<&str> = (0..e.lead.len()).map(|k| e.word(pieces, k)).collect();
+        if let Some((first, w)) = longest_word(&words) {
+            e.anchors.push(first);
+            let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
+            e.anchors.extend(second.map(|(k, _)| k));
+        }
+        e
+    }
+
+    fn word<'p>(&self, pieces: &'p [Piece], k: usize) -> &'p str {
+        match self.lead.get(k).map(|&p| &pieces[p]) {
+            Some(Piece::Lit(l)) => l,
+            _ => "",
+        }
+    }
+
+    /// Bytes of its leading literal words.
+    fn lead_len(&self, pieces: &[Piece]) -> usize {
+        (0..self.lead.len()).map(|k| self.word(pieces, k).len()).sum()
+    }
+}
+
+/// An anchor: leading word `word` of entry `entry`, the literal the prefilter finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnchorRef<'t> {
+    /// Index of the entry (0: the template's start).
+    pub entry: usize,
+    /// Index of the word among the entry's leading words.
+    pub word: usize,
+    /// The word.
+    pub text: &'t str,
+}
+
+/// Shortest leading text of a later sentence taken as an entry, in bytes and words: a
+/// sentence that short is too common to name a message without its first sentence.
+const MIN_ENTRY_BYTES: usize = 24;
+const MIN_ENTRY_WORDS: usize = 4;
+
+/// Fewest literal bytes a truncated match must have read: the distinctive head of the
+/// message, its leading words or their first [`TRUNCATED_HEAD`] bytes.
+const MIN_TRUNCATED_LITERAL: usize = 20;
+const TRUNCATED_HEAD: usize = 40;
 
 /// A template that does not compile, with the byte offset of the problem in its source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,36 +242,56 @@ pub struct Match {
     pub captures: Vec<Capture>,
     /// Literal bytes matched: how specific this match is.
     pub literal_len: usize,
+    /// The text ended before the template did (a cut paste): the captures are those
+    /// the text still had.
+    pub truncated: bool,
+    /// The match began at a later sentence: the message's first sentence is missing.
+    pub head_missing: bool,
+    /// The message's first letter was printed in the other case.
+    pub folded: bool,
+}
+
+impl Match {
+    /// Confidence steps the match costs: one for a cut text, one for a missing head.
+    pub fn degraded(&self) -> u8 {
+        u8::from(self.truncated) + u8::from(self.head_missing)
+    }
 }
 
 impl Template {
     /// Compiles template text.
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let pieces = parse_seq(src, src, 0)?;
-        let mut lead = Vec::new();
-        for (i, p) in pieces.iter().enumerate() {
-            match p {
-                Piece::Lit(_) => lead.push(i),
-                Piece::Space => {}
-                _ => break,
+        match pieces.first() {
+            Some(Piece::Lit(l)) if l.chars().count() >= 3 => {}
+            _ => {
+                return Err(TemplateError {
+                    offset: 0,
+                    message: "a template must start with at least 3 characters of literal text (its first word is the prefilter anchor)".into(),
+                })
             }
         }
-        let mut t = Template { source: src.to_string(), pieces, lead, anchors: Vec::new() };
-        let words: Vec<&str> = (0..t.lead.len()).map(|k| t.word(k)).collect();
-        let mut anchors = Vec::new();
-        if let Some((first, w)) = longest_word(&words) {
-            anchors.push(first);
-            let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
-            anchors.extend(second.map(|(k, _)| k));
+        let mut entries = vec![Entry::new(&pieces, 0)];
+        // A later sentence (`... subprocess. To use CUDA with multiprocessing, ...`) is an
+        // entry when its leading words alone are distinctive.
+        for k in 2..pieces.len() {
+            let ends_sentence = matches!(&pieces[k - 2], Piece::Lit(l) if l.len() > 1 && l.ends_with('.'))
+                && pieces[k - 1] == Piece::Space;
+            let starts_sentence =
+                matches!(&pieces[k], Piece::Lit(l) if l.starts_with(|c: char| c.is_ascii_uppercase()));
+            if ends_sentence && starts_sentence {
+                let e = Entry::new(&pieces, k);
+                if e.lead.len() >= MIN_ENTRY_WORDS && e.lead_len(&pieces) >= MIN_ENTRY_BYTES {
+                    entries.push(e);
+                }
+            }
         }
-        t.anchors = anchors;
-        match t.pieces.first() {
-            Some(Piece::Lit(l)) if l.chars().count() >= 3 => Ok(t),
-            _ => Err(TemplateError {
-                offset: 0,
-                message: "a template must start with at least 3 characters of literal text (its first word is the prefilter anchor)".into(),
-            }),
-        }
+        Ok(Template { source: src.to_string(), pieces, entries })
+    }
+
+    /// The template text as written.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The literal the prefilter searches for: the longest word of the template's
@@ -196,41 +299,79 @@ impl Template {
     /// needed ...`), so that common words do not make every line a candidate.
     #[cfg(test)]
     pub fn anchor(&self) -> &str {
-        self.anchors().first().map(|&(_, w)| w).unwrap_or("")
+        self.anchors().first().map(|a| a.text).unwrap_or("")
     }
 
-    /// The anchor, then a second one: the longest leading word of at least
+    /// Each entry's anchor, then a second one: the longest leading word of at least
     /// [`MIN_SECOND_ANCHOR`] bytes before the first. A terminal hard wrap can split any
     /// word (`in-place op` / `eration.`); the second anchor still finds the template
     /// when the split word is the first anchor. Only a word before it can: the walk
-    /// back from an anchor to the template's start ([`Template::start_for_word`]) needs
-    /// the words it crosses intact. Each anchor comes with its index among the leading
-    /// words.
-    pub fn anchors(&self) -> Vec<(usize, &str)> {
-        self.anchors.iter().map(|&k| (k, self.word(k))).collect()
+    /// back from an anchor to the entry's start ([`Template::start_for_word`]) needs
+    /// the words it crosses intact.
+    pub fn anchors(&self) -> Vec<AnchorRef<'_>> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.live)
+            .flat_map(|(ei, e)| {
+                e.anchors.iter().map(move |&k| AnchorRef { entry: ei, word: k, text: e.word(&self.pieces, k) })
+            })
+            .collect()
     }
 
-    /// Whether leading word `word` is the first anchor.
-    pub fn is_first_anchor(&self, word: usize) -> bool {
-        self.anchors.first() == Some(&word)
+    /// The entries' leading texts, the template's start first: where a match may begin.
+    /// A later entry is a sentence whose leading words alone name the message (at least
+    /// four words and 24 bytes before the first capture), so that a paste that lost the
+    /// first sentence is still recognised.
+    pub fn entries(&self) -> Vec<String> {
+        (0..self.entries.len()).map(|e| self.lead_text_of(e)).collect()
     }
 
-    /// Leading literal word `k` (before the first capture or group).
-    fn word(&self, k: usize) -> &str {
-        match self.lead.get(k).map(|&p| &self.pieces[p]) {
-            Some(Piece::Lit(l)) => l,
-            _ => "",
+    /// The texts of the entries matches may begin at (the template's start first).
+    pub fn live_entries(&self) -> Vec<String> {
+        (0..self.entries.len()).filter(|&e| self.entries[e].live).map(|e| self.lead_text_of(e)).collect()
+    }
+
+    /// Turns each later entry on where `keep(lead_text)` holds and off elsewhere (the
+    /// pack turns off those whose text another rule's message also contains).
+    pub(crate) fn set_live_entries(&mut self, keep: impl Fn(&str) -> bool) {
+        let texts = self.entries();
+        for (k, e) in self.entries.iter_mut().enumerate().skip(1) {
+            e.live = keep(&texts[k]);
         }
+    }
+
+    /// Whether leading word `word` is the first anchor of entry `entry`.
+    pub fn is_first_anchor(&self, entry: usize, word: usize) -> bool {
+        self.entries.get(entry).is_some_and(|e| e.anchors.first() == Some(&word))
+    }
+
+    /// Leading literal word `k` of entry `entry`.
+    fn word(&self, entry: usize, k: usize) -> &str {
+        self.entries.get(entry).map_or("", |e| e.word(&self.pieces, k))
+    }
+
+    /// Whether entry `entry`'s leading words alone are distinctive (at least four words
+    /// and 24 bytes): such a message is recognised wherever it stands, even with its
+    /// first letter in the other case; a short one only where a message begins.
+    pub fn distinctive_lead(&self, entry: usize) -> bool {
+        self.entries
+            .get(entry)
+            .is_some_and(|e| e.lead.len() >= MIN_ENTRY_WORDS && e.lead_len(&self.pieces) >= MIN_ENTRY_BYTES)
+    }
+
+    fn lead_count(&self, entry: usize) -> usize {
+        self.entries.get(entry).map_or(0, |e| e.lead.len())
     }
 
     /// Whether, from an occurrence of leading word `word` at `pos`, a line break
     /// interrupts the rest of the leading words before they stop matching: only then
     /// can the first anchor have been split by a wrap, and a second anchor's hit be
     /// worth a match attempt (`NCCL INFO ...` against `NCCL WARN Duplicate GPU` is not).
-    pub fn wrap_in_lead(&self, hay: &str, pos: usize, word: usize) -> bool {
+    pub fn wrap_in_lead(&self, hay: &str, pos: usize, entry: usize, word: usize) -> bool {
         let b = hay.as_bytes();
         let mut i = pos;
-        for k in word..self.lead.len() {
+        for k in word..self.lead_count(entry) {
             if k > word {
                 let gap = i;
                 while i < b.len() && b[i].is_ascii_whitespace() {
@@ -243,7 +384,7 @@ impl Template {
                     return false;
                 }
             }
-            for &c in self.word(k).as_bytes() {
+            for &c in self.word(entry, k).as_bytes() {
                 match b.get(i) {
                     Some(b'\n') => return true,
                     Some(&h) if h == c => i += 1,
@@ -259,13 +400,13 @@ impl Template {
     /// any run of whitespace). `None` when the text before does not fit.
     #[cfg(test)]
     pub fn start_for(&self, hay: &str, anchor_pos: usize) -> Option<usize> {
-        self.start_for_word(hay, anchor_pos, self.anchors.first().copied().unwrap_or(0))
+        self.start_for_word(hay, anchor_pos, 0, self.entries[0].anchors.first().copied().unwrap_or(0))
     }
 
-    /// [`Template::start_for`] for an occurrence of leading word `word` (an index from
-    /// [`Template::anchors`]).
-    pub fn start_for_word(&self, hay: &str, anchor_pos: usize, word: usize) -> Option<usize> {
-        match self.walk_back(hay, anchor_pos, word) {
+    /// [`Template::start_for`] for an occurrence of leading word `word` of entry
+    /// `entry` (from [`Template::anchors`]).
+    pub fn start_for_word(&self, hay: &str, anchor_pos: usize, entry: usize, word: usize) -> Option<usize> {
+        match self.walk_back(hay, anchor_pos, entry, word) {
             WalkBack::Start(s) => Some(s),
             WalkBack::RanOut | WalkBack::Mismatch => None,
         }
@@ -273,17 +414,22 @@ impl Template {
 
     /// The walk of [`Template::start_for_word`]. A leading word may hold a terminal hard
     /// wrap (`lis` / `ten`: a line break plus indentation between two of its bytes),
-    /// as [`match_literal`] allows going forward. Reaching the start of `hay` with
-    /// every byte before the anchor matched is [`WalkBack::RanOut`]: on a single line,
-    /// the rest of the leading words may be on the line before.
-    pub(crate) fn walk_back(&self, hay: &str, anchor_pos: usize, word: usize) -> WalkBack {
-        if word > self.lead.len() || !hay.is_char_boundary(anchor_pos.min(hay.len())) || anchor_pos > hay.len() {
+    /// as [`match_literal`] allows going forward. The entry's first letter matches in
+    /// either case (a message quoted mid-sentence, retyped). Reaching the start of
+    /// `hay` with every byte before the anchor matched is [`WalkBack::RanOut`]: on a
+    /// single line, the rest of the leading words may be on the line before.
+    pub(crate) fn walk_back(&self, hay: &str, anchor_pos: usize, entry: usize, word: usize) -> WalkBack {
+        if entry >= self.entries.len()
+            || word > self.lead_count(entry)
+            || anchor_pos > hay.len()
+            || !hay.is_char_boundary(anchor_pos)
+        {
             return WalkBack::Mismatch;
         }
         let b = hay.as_bytes();
         let mut pos = anchor_pos;
         for k in (0..word).rev() {
-            let w = self.word(k).as_bytes();
+            let w = self.word(entry, k).as_bytes();
             while pos > 0 && b[pos - 1].is_ascii_whitespace() {
                 pos -= 1;
             }
@@ -292,7 +438,8 @@ impl Template {
                 if pos == 0 {
                     return WalkBack::RanOut;
                 }
-                if b[pos - 1] == w[j - 1] {
+                let same = b[pos - 1] == w[j - 1] || (k == 0 && j == 1 && b[pos - 1].eq_ignore_ascii_case(&w[0]));
+                if same {
                     pos -= 1;
                     j -= 1;
                     continue;
@@ -312,29 +459,34 @@ impl Template {
         WalkBack::Start(pos)
     }
 
-    /// Finds the first match at or after `from`, trying the places its anchors occur.
+    /// Finds the first full match (from the template's start) at or after `from`,
+    /// trying the places its anchors occur.
     #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn find(&self, hay: &str, from: usize) -> Option<Match> {
-        let first_via = |word: usize, anchor: &str| {
+        let first_via = |a: AnchorRef<'_>| {
             let mut pos = from;
-            while let Some(off) = hay.get(pos..).and_then(|s| s.find(anchor)) {
+            while let Some(off) = hay.get(pos..).and_then(|s| s.find(a.text)) {
                 let m = self
-                    .start_for_word(hay, pos + off, word)
+                    .start_for_word(hay, pos + off, 0, a.word)
                     .filter(|&st| st >= from)
                     .and_then(|st| self.match_at(hay, st));
                 if m.is_some() {
                     return m;
                 }
-                pos += off + anchor.len();
+                pos += off + a.text.len();
             }
             None
         };
-        self.anchors().into_iter().filter_map(|(word, anchor)| first_via(word, anchor)).min_by_key(|m| m.start)
+        self.anchors().into_iter().filter(|a| a.entry == 0).filter_map(first_via).min_by_key(|m| m.start)
     }
 
     /// The leading literal words (before the first capture or group), as one text.
     pub fn lead_text(&self) -> String {
-        (0..self.lead.len()).map(|k| self.word(k)).collect::<Vec<_>>().join(" ")
+        self.lead_text_of(0)
+    }
+
+    fn lead_text_of(&self, entry: usize) -> String {
+        (0..self.lead_count(entry)).map(|k| self.word(entry, k)).collect::<Vec<_>>().join(" ")
     }
 
     /// Every capture: its name, kind and whether it appends to a list.
@@ -343,6 +495,7 @@ impl Template {
             for p in ps {
                 match p {
                     Piece::Capture { kind, name, list } => out.push((name, *kind, *list)),
+                    Piece::Fields(fs) => out.extend(fs.iter().map(|f| (f.name.as_str(), f.kind, f.list))),
                     Piece::Opt(s) => walk(s, out),
                     Piece::Alt(alts) => alts.iter().for_each(|s| walk(s, out)),
                     _ => {}
@@ -354,27 +507,81 @@ impl Template {
         out
     }
 
-    /// Whether the template could match at `start` if `hay` went on: it matches, or
+    /// Whether entry `entry` could match at `start` if `hay` went on: it matches, or
     /// `hay` ends before the template fails. The streaming front end uses this on a
     /// single line to tell an anchor hit worth keeping from a common word.
-    pub fn could_match_at(&self, hay: &str, start: usize) -> bool {
+    pub fn could_match_at(&self, hay: &str, start: usize, entry: usize) -> bool {
+        let Some(e) = self.entries.get(entry) else { return false };
         if !hay.is_char_boundary(start) {
             return false;
         }
-        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial: true };
-        let cont = Cont { seq: &self.pieces, next: None };
+        let mut m = Matcher::new(hay, start, true);
+        let cont = Cont { seq: &self.pieces[e.at..], next: None };
         m.run(&cont, start).is_some()
     }
 
-    /// Matches the template starting exactly at byte `start` of `hay`.
+    /// Matches the template from its start exactly at byte `start` of `hay`.
     pub fn match_at(&self, hay: &str, start: usize) -> Option<Match> {
-        if !hay.is_char_boundary(start) {
+        self.full_match(hay, start, 0).ok()
+    }
+
+    /// Matches entry `entry` at byte `start`: in full, else, where the text ends inside
+    /// the message (a line or the input ends within the word the match stopped at),
+    /// as a truncated match that read the message's head (its leading words, or their
+    /// first 40 bytes, and at least 20).
+    pub fn match_entry(&self, hay: &str, start: usize, entry: usize) -> Option<Match> {
+        let reached = match self.full_match(hay, start, entry) {
+            Ok(m) => return Some(m),
+            Err(reached) => reached?,
+        };
+        // The failure must be at the end of the text: at most one word before a line end.
+        let line_end = hay[reached..].find('\n').map_or(hay.len(), |p| reached + p);
+        if hay[reached..line_end].split_whitespace().nth(1).is_some() {
             return None;
         }
-        let mut m = Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial: false };
-        let cont = Cont { seq: &self.pieces, next: None };
+        let e = &self.entries[entry];
+        let cut = &hay[..line_end];
+        let mut m = Matcher::new(cut, start, true);
+        let cont = Cont { seq: &self.pieces[e.at..], next: None };
         let end = m.run(&cont, start)?;
-        Some(Match { start, end, captures: m.caps, literal_len: m.lit })
+        if m.lit < MIN_TRUNCATED_LITERAL.max(e.lead_len(&self.pieces).min(TRUNCATED_HEAD)) {
+            return None;
+        }
+        let end = floor_boundary(cut, end.min(cut.len()));
+        let end = start + cut[start..end].trim_end().len();
+        let folded = m.folded;
+        Some(Match {
+            start,
+            end,
+            captures: m.caps,
+            literal_len: m.lit,
+            truncated: true,
+            head_missing: entry > 0,
+            folded,
+        })
+    }
+
+    /// A full match of entry `entry`, or how far into `hay` the attempt read (`None`:
+    /// not even that, the start is not a character boundary).
+    fn full_match(&self, hay: &str, start: usize, entry: usize) -> Result<Match, Option<usize>> {
+        let Some(e) = self.entries.get(entry) else { return Err(None) };
+        if !hay.is_char_boundary(start) {
+            return Err(None);
+        }
+        let mut m = Matcher::new(hay, start, false);
+        let cont = Cont { seq: &self.pieces[e.at..], next: None };
+        match m.run(&cont, start) {
+            Some(end) => Ok(Match {
+                start,
+                end,
+                folded: m.folded,
+                captures: m.caps,
+                literal_len: m.lit,
+                truncated: false,
+                head_missing: entry > 0,
+            }),
+            None => Err((m.steps <= STEP_BUDGET).then_some(m.reached)),
+        }
     }
 }
 
@@ -502,6 +709,9 @@ fn capture_spec(i: &str) -> IResult<&str, (&str, &str, bool)> {
 }
 
 fn parse_group(full: &str, body: &str, depth: usize) -> Result<Piece, TemplateError> {
+    if let Some(specs) = body.strip_prefix("fields ") {
+        return parse_fields(full, specs);
+    }
     if let Some(inner) = body.strip_prefix('?') {
         let seq = parse_seq(full, inner, depth + 1)?;
         if seq.is_empty() {
@@ -540,6 +750,37 @@ fn parse_group(full: &str, body: &str, depth: usize) -> Result<Piece, TemplateEr
     }
 }
 
+/// `Key=kind:name` items separated by whitespace.
+fn parse_fields(full: &str, specs: &str) -> Result<Piece, TemplateError> {
+    let mut out = Vec::new();
+    for item in specs.split_whitespace() {
+        let Some((key, capture)) = item.split_once('=') else {
+            return Err(err(
+                full,
+                item,
+                format!("`{item}` is not a field: write `Key=kind:name` (for example `SeqNum=int:seq`)"),
+            ));
+        };
+        let ok_key = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'));
+        let parsed = capture_spec(capture).ok().filter(|(rest, _)| rest.is_empty()).map(|(_, c)| c);
+        let (Some((kind, name, list)), true) = (parsed, ok_key) else {
+            return Err(err(
+                full,
+                item,
+                format!("`{item}` is not a field: write `Key=kind:name` (for example `SeqNum=int:seq`)"),
+            ));
+        };
+        let Some(kind) = Kind::from_name(kind) else {
+            return Err(err(full, item, format!("unknown capture kind `{kind}` in field `{item}`")));
+        };
+        out.push(FieldSpec { key: key.to_string(), kind, name: name.to_string(), list });
+    }
+    if out.is_empty() {
+        return Err(err(full, specs, "a `{fields ...}` group names no field"));
+    }
+    Ok(Piece::Fields(out))
+}
+
 // ---------------------------------------------------------------------------
 // Matching.
 
@@ -555,14 +796,25 @@ struct Matcher<'h> {
     lit: usize,
     /// Running out of input counts as success (see [`Template::could_match_at`]).
     partial: bool,
+    /// Where the match began: its first letter matches in either case.
+    start: usize,
+    /// The furthest position any piece was tried at: where a failed match stopped.
+    reached: usize,
+    /// The first letter matched in the other case.
+    folded: bool,
 }
 
 impl<'h> Matcher<'h> {
+    fn new(hay: &'h str, start: usize, partial: bool) -> Matcher<'h> {
+        Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial, start, reached: start, folded: false }
+    }
+
     fn run(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
         self.steps += 1;
         if self.steps > STEP_BUDGET {
             return None;
         }
+        self.reached = self.reached.max(pos);
         let Some((piece, rest)) = cont.seq.split_first() else {
             return match cont.next {
                 Some(n) => self.run(n, pos),
@@ -580,16 +832,36 @@ impl<'h> Matcher<'h> {
                 self.run(&next, pos + skip)
             }
             Piece::Lit(l) => {
-                let end = match match_literal(self.hay, pos, l) {
-                    Some(e) => e,
+                let first = pos == self.start;
+                if first {
+                    self.folded = self.hay.as_bytes().get(pos) != l.as_bytes().first();
+                }
+                let end = match match_literal(self.hay, pos, l, first) {
+                    Some(e) => Some(e),
                     // The input ended inside the literal: a prefix of it matched.
                     None if self.partial && l.starts_with(self.hay[pos..].trim_end()) => return Some(self.hay.len()),
-                    None => return None,
+                    None => None,
                 };
-                self.lit += l.len();
+                if let Some(end) = end {
+                    self.lit += l.len();
+                    if let Some(r) = self.run(&next, end) {
+                        return Some(r);
+                    }
+                    self.lit -= l.len();
+                }
+                // A message retyped or cut without its final period (`... to be on the
+                // same device` with nothing after).
+                let bare = l.strip_suffix(['.', '!']).filter(|_| cont_optional(&next))?;
+                let end = match_literal(self.hay, pos, bare, first)?;
+                // Only where the message ends: nothing but whitespace to the line's end.
+                let rest = &self.hay[end..];
+                if !rest[..rest.find('\n').unwrap_or(rest.len())].trim().is_empty() {
+                    return None;
+                }
+                self.lit += bare.len();
                 let r = self.run(&next, end);
                 if r.is_none() {
-                    self.lit -= l.len();
+                    self.lit -= bare.len();
                 }
                 r
             }
@@ -616,7 +888,73 @@ impl<'h> Matcher<'h> {
                 None
             }
             Piece::Capture { kind, name, list } => self.capture(*kind, name, *list, &next, pos),
+            Piece::Fields(specs) => self.fields(specs, &next, pos),
         }
+    }
+
+    /// A `Key=value, Key=value` list on one line, up to an unbalanced closing bracket:
+    /// known keys fill their captures, others are skipped; at least one item.
+    fn fields(&mut self, specs: &[FieldSpec], next: &Cont<'_>, pos: usize) -> Option<usize> {
+        let s = &self.hay[pos..];
+        let b = s.as_bytes();
+        let line_end = floor_boundary(s, s.find('\n').unwrap_or(s.len()).min(MAX_TEXT));
+        let ncaps = self.caps.len();
+        let mut i = 0;
+        let mut items = 0;
+        loop {
+            self.steps += 1;
+            let key_start = i;
+            while i < line_end && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'(' | b')')) {
+                i += 1;
+            }
+            if i == key_start || i >= line_end || b[i] != b'=' {
+                i = key_start;
+                break;
+            }
+            let key = &s[key_start..i];
+            i += 1;
+            let value_start = i;
+            let mut depth = 0usize;
+            while i < line_end {
+                match b[i] {
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' if depth == 0 => break,
+                    b')' | b']' | b'}' => depth -= 1,
+                    b',' if depth == 0 => break,
+                    _ => {}
+                }
+                i += 1;
+            }
+            let value = s[value_start..i].trim();
+            items += 1;
+            if let Some(f) = specs.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
+                if let Some((rest, v, extra)) = parse_atom(f.kind, value) {
+                    if rest.trim().is_empty() {
+                        self.caps.push(Capture::new(&f.name, f.list, v));
+                        if let (Some(v), Some(&(k, list))) = (extra, f.kind.derived().first()) {
+                            self.caps.push(Capture::new(&k.replace("{name}", &f.name), list, v));
+                        }
+                    }
+                }
+            }
+            if i < line_end && b[i] == b',' {
+                i += 1;
+                while i < line_end && b[i] == b' ' {
+                    i += 1;
+                }
+                continue;
+            }
+            break;
+        }
+        if items == 0 {
+            self.caps.truncate(ncaps);
+            return None;
+        }
+        let r = self.run(next, pos + i);
+        if r.is_none() {
+            self.caps.truncate(ncaps);
+        }
+        r
     }
 
     fn capture(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
@@ -688,53 +1026,7 @@ impl<'h> Matcher<'h> {
                 return Some(self.hay.len());
             }
         }
-        let (rest, value, extra): (&str, Value, Option<Value>) = match kind {
-            Kind::Device => {
-                let (r, d) = atoms::device(s).ok()?;
-                (r, Value::String(d), None)
-            }
-            Kind::TensorType => {
-                let (r, (d, t)) = atoms::tensortype(s).ok()?;
-                (r, Value::String(d), Some(Value::String(t)))
-            }
-            Kind::Dtype => {
-                let (r, d) = atoms::dtype(s).ok()?;
-                (r, Value::String(d), None)
-            }
-            Kind::Shape => {
-                let (r, d) = atoms::shape(s).ok()?;
-                (r, Value::from(d), None)
-            }
-            Kind::Size => {
-                let (r, (txt, bytes)) = atoms::size(s).ok()?;
-                (r, Value::String(txt), Some(Value::from(bytes)))
-            }
-            Kind::Int => {
-                let (r, v) = atoms::int(s).ok()?;
-                (r, Value::from(v), None)
-            }
-            Kind::Num => {
-                let (r, v) = atoms::num(s).ok()?;
-                (r, Value::String(v.to_string()), None)
-            }
-            Kind::Ident => {
-                let (r, v) = atoms::ident(s).ok()?;
-                (r, Value::String(v.to_string()), None)
-            }
-            Kind::Qualname => {
-                let (r, v) = atoms::qualname(s).ok()?;
-                (r, Value::String(v.to_string()), None)
-            }
-            Kind::Path => {
-                let (r, v) = atoms::path(s).ok()?;
-                (r, Value::String(v.to_string()), None)
-            }
-            Kind::Word => {
-                let (r, v) = atoms::word(s).ok()?;
-                (r, Value::String(v.to_string()), None)
-            }
-            Kind::Text | Kind::Any => return None,
-        };
+        let (rest, value, extra) = parse_atom(kind, s)?;
         self.caps.push(Capture::new(name, list, value));
         if let (Some(v), Some(&(key, list))) = (extra, kind.derived().first()) {
             self.caps.push(Capture::new(&key.replace("{name}", name), list, v));
@@ -749,9 +1041,61 @@ impl<'h> Matcher<'h> {
     }
 }
 
+/// A typed atom at the start of `s`: the rest, its value, and the value of the
+/// evidence it derives (a size's bytes, a tensor type's dtype).
+fn parse_atom(kind: Kind, s: &str) -> Option<(&str, Value, Option<Value>)> {
+    fn text<'a>((r, v): (&'a str, &str)) -> (&'a str, Value, Option<Value>) {
+        (r, Value::String(v.to_string()), None)
+    }
+    Some(match kind {
+        Kind::Device => {
+            let (r, d) = atoms::device(s).ok()?;
+            (r, Value::String(d), None)
+        }
+        Kind::TensorType => {
+            let (r, (d, t)) = atoms::tensortype(s).ok()?;
+            (r, Value::String(d), Some(Value::String(t)))
+        }
+        Kind::Dtype => {
+            let (r, d) = atoms::dtype(s).ok()?;
+            (r, Value::String(d), None)
+        }
+        Kind::Shape => {
+            let (r, d) = atoms::shape(s).ok()?;
+            (r, atoms::dims_value(&d), None)
+        }
+        Kind::Size => {
+            let (r, (txt, bytes)) = atoms::size(s).ok()?;
+            (r, Value::String(txt), Some(Value::from(bytes)))
+        }
+        Kind::Int => {
+            let (r, v) = atoms::int(s).ok()?;
+            (r, Value::from(v), None)
+        }
+        Kind::Num => text(atoms::num(s).ok()?),
+        Kind::Ident => text(atoms::ident(s).ok()?),
+        Kind::Qualname => text(atoms::qualname(s).ok()?),
+        Kind::Path => text(atoms::path(s).ok()?),
+        Kind::Word => text(atoms::word(s).ok()?),
+        Kind::Text | Kind::Any => {
+            let t = s.trim();
+            if t.is_empty() {
+                return None;
+            }
+            ("", Value::String(t.to_string()), None)
+        }
+    })
+}
+
 /// Whether nothing remains to match after this point of the template.
 fn cont_exhausted(c: &Cont<'_>) -> bool {
     c.seq.is_empty() && c.next.is_none_or(cont_exhausted)
+}
+
+/// Whether what remains can match nothing at all (only whitespace and optional
+/// groups): a literal before it ends the message.
+fn cont_optional(c: &Cont<'_>) -> bool {
+    c.seq.iter().all(|p| matches!(p, Piece::Space | Piece::Opt(_))) && c.next.is_none_or(cont_optional)
 }
 
 /// Shortest line a terminal wraps: a break in a shorter line is a real line end.
@@ -829,8 +1173,10 @@ pub(crate) enum WalkBack {
 }
 
 /// Matches literal `lit` at `pos`, skipping a line break plus indentation inside the
-/// input (a terminal hard wrap). Returns the end offset.
-fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
+/// input (a terminal hard wrap) and a stray space before `:` or `,` (a retyped
+/// message). With `first`, the literal's first letter matches in either case (a
+/// message quoted mid-sentence or retyped). Returns the end offset.
+fn match_literal(hay: &str, pos: usize, lit: &str, first: bool) -> Option<usize> {
     let h = hay.as_bytes();
     let l = lit.as_bytes();
     let mut i = pos;
@@ -839,7 +1185,7 @@ fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
         if i >= h.len() {
             return None;
         }
-        if h[i] == l[j] {
+        if h[i] == l[j] || (first && j == 0 && h[i].eq_ignore_ascii_case(&l[0])) {
             i += 1;
             j += 1;
         } else if h[i] == b'\n' && j > 0 {
@@ -847,6 +1193,8 @@ fn match_literal(hay: &str, pos: usize, lit: &str) -> Option<usize> {
             while i < h.len() && (h[i] == b' ' || h[i] == b'\t') {
                 i += 1;
             }
+        } else if h[i] == b' ' && j > 0 && matches!(l[j], b':' | b',') && h.get(i + 1) == Some(&l[j]) {
+            i += 1;
         } else {
             return None;
         }
@@ -896,18 +1244,21 @@ mod tests {
     #[test]
     fn a_wrap_inside_the_anchor_word_is_found_through_the_second_anchor() {
         let t = Template::parse("leaf Variable that requires grad is being used in an in-place operation.").unwrap();
-        assert_eq!(t.anchors().iter().map(|a| a.1).collect::<Vec<_>>(), ["operation.", "Variable"]);
+        assert_eq!(t.anchors().iter().map(|a| a.text).collect::<Vec<_>>(), ["operation.", "Variable"]);
         let at = hay_wrapped().find("Variable").unwrap();
-        assert!(t.wrap_in_lead(hay_wrapped(), at, 1));
+        assert!(t.wrap_in_lead(hay_wrapped(), at, 0, 1));
         let flat = "a leaf Variable that requires grad is being used in an in-place operation.";
-        assert!(!t.wrap_in_lead(flat, flat.find("Variable").unwrap(), 1), "intact: the first anchor finds it");
+        assert!(!t.wrap_in_lead(flat, flat.find("Variable").unwrap(), 0, 1), "intact: the first anchor finds it");
         let other = "a leaf Variable that requires\nsomething else";
-        assert!(t.wrap_in_lead(other, other.find("Variable").unwrap(), 1), "a break before a mismatch may be a wrap");
+        assert!(
+            t.wrap_in_lead(other, other.find("Variable").unwrap(), 0, 1),
+            "a break before a mismatch may be a wrap"
+        );
         let differs = "a leaf Variable that needs grad\n";
-        assert!(!t.wrap_in_lead(differs, differs.find("Variable").unwrap(), 1));
+        assert!(!t.wrap_in_lead(differs, differs.find("Variable").unwrap(), 0, 1));
         // Only a word before the first anchor can be the second.
         let late = Template::parse("launching kernel failed again").unwrap();
-        assert_eq!(late.anchors().iter().map(|a| a.1).collect::<Vec<_>>(), ["launching"]);
+        assert_eq!(late.anchors().iter().map(|a| a.text).collect::<Vec<_>>(), ["launching"]);
         let hay = "RuntimeError: a leaf Variable that requires grad is being used in an in-place op\neration.\n";
         assert_eq!(t.find(hay, 0).map(|m| (m.start, m.end)), Some((16, 89)));
         // One-word leading literals and short other words have no second anchor.
@@ -920,7 +1271,7 @@ mod tests {
         let t =
             Template::parse("The server socket has failed to listen on any local network address. port: {int:port}")
                 .unwrap();
-        assert_eq!(t.anchors()[0].1, "address.");
+        assert_eq!(t.anchors()[0].text, "address.");
         for hay in [
             "E: The server socket has failed to lis\nten on any local network address. port: 1",
             "E: The server socket has failed to lis\n   ten on any local network address. port: 1",
@@ -932,14 +1283,14 @@ mod tests {
         // line before; one that begins with other text may not.
         let line = "ten on any local network address. port: 1";
         let at = line.find("address.").unwrap();
-        assert_eq!(t.walk_back(line, at, 11), WalkBack::RanOut);
+        assert_eq!(t.walk_back(line, at, 0, 11), WalkBack::RanOut);
         let line = "written on any local network address. port: 1";
-        assert_eq!(t.walk_back(line, line.find("address.").unwrap(), 11), WalkBack::Mismatch);
+        assert_eq!(t.walk_back(line, line.find("address.").unwrap(), 0, 11), WalkBack::Mismatch);
         // A break is only skipped inside a word, never in place of one.
         let hay = "The server socket has failed to\nlisten on any local network address.";
-        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 11), WalkBack::Start(0));
+        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 0, 11), WalkBack::Start(0));
         let hay = "The server socket has failed to listen\nxon any local network address.";
-        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 11), WalkBack::Mismatch);
+        assert_eq!(t.walk_back(hay, hay.find("address.").unwrap(), 0, 11), WalkBack::Mismatch);
     }
 
     #[test]
@@ -1059,10 +1410,10 @@ mod tests {
     #[test]
     fn prefix_matching_for_the_prefilter() {
         let t = Template::parse("NCCL error in: {path:file}, {text:what}, NCCL version {word:v}").unwrap();
-        assert!(t.could_match_at("NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled", 0));
-        assert!(t.could_match_at("NCCL err", 0));
-        assert!(!t.could_match_at("NCCL INFO Channel 00/0 : 3 -> 4", 0));
-        assert!(!t.could_match_at("x NCCL error in: a", 0));
+        assert!(t.could_match_at("NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled", 0, 0));
+        assert!(t.could_match_at("NCCL err", 0, 0));
+        assert!(!t.could_match_at("NCCL INFO Channel 00/0 : 3 -> 4", 0, 0));
+        assert!(!t.could_match_at("x NCCL error in: a", 0, 0));
     }
 
     #[test]
@@ -1091,6 +1442,110 @@ mod tests {
             assert_eq!(e.offset, offset, "{src}: {e}");
         }
         assert_eq!(Template::parse("the {{literal}} brace").unwrap().anchor(), "{literal}");
+    }
+
+    #[test]
+    fn tolerant_literals() {
+        let t = Template::parse("Expected all tensors to be on the same device, but found at least two devices, {device:devices[]} and {device:devices[]}!{? (when checking argument for argument {ident:argument} in method {ident:kernel})}").unwrap();
+        // (text, matches, truncated, folded)
+        let table = [
+            (
+                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+                true,
+                false,
+                false,
+            ),
+            (
+                "expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+                true,
+                false,
+                true,
+            ),
+            (
+                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu",
+                true,
+                false,
+                false,
+            ),
+            (
+                "Expected all tensors to be on the same device , but found at least two devices, cuda:0 and cpu!",
+                true,
+                false,
+                false,
+            ),
+            (
+                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and",
+                true,
+                true,
+                false,
+            ),
+            ("Expected all tensors to be on the same device, but fou", true, true, false),
+            (
+                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and banana!",
+                false,
+                false,
+                false,
+            ),
+            ("Expected all tensors to be on the", false, false, false),
+        ];
+        for (hay, ok, truncated, folded) in table {
+            let m = t.match_entry(hay, 0, 0);
+            assert_eq!(m.is_some(), ok, "{hay}");
+            if let Some(m) = m {
+                assert_eq!((m.truncated, m.folded), (truncated, folded), "{hay}");
+            }
+        }
+        // A cut match keeps the captures the text still had, and says it was cut.
+        let m = t
+            .match_entry(
+                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and",
+                0,
+                0,
+            )
+            .unwrap();
+        assert_eq!(m.captures.len(), 1);
+        assert_eq!(m.degraded(), 1);
+        // Not the end of the text: a mismatch in the middle of a line is no truncation.
+        assert!(t
+            .match_entry("Expected all tensors to be on the same device, but we found many devices here", 0, 0)
+            .is_none());
+    }
+
+    #[test]
+    fn a_later_sentence_is_an_entry() {
+        let t = Template::parse("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method").unwrap();
+        assert_eq!(t.entries()[1], "To use CUDA with multiprocessing, you must use the 'spawn' start method");
+        assert!(t.anchors().iter().any(|a| a.entry == 1 && a.text == "multiprocessing,"));
+        let hay = "To use CUDA with multiprocessing, you must use the 'spawn' start method";
+        let m = t.match_entry(hay, 0, 1).unwrap();
+        assert!(m.head_missing && !m.truncated);
+        // Short later sentences are not entries.
+        let t = Template::parse("CUDA out of memory. Tried to allocate {size:tried}").unwrap();
+        assert_eq!(t.entries().len(), 1);
+    }
+
+    #[test]
+    fn field_lists_are_sets() {
+        let t = Template::parse("Watchdog caught collective operation timeout: WorkNCCL({fields SeqNum=int:seq OpType=ident:op NumelIn=int:numel_in Timeout(ms)=int:timeout_ms}) ran for {int:ran_for} milliseconds").unwrap();
+        for hay in [
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600123 milliseconds",
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600123 milliseconds",
+            "Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, SeqNum=12, NewField=[1, 2], Timeout(ms)=600000) ran for 600123 milliseconds",
+        ] {
+            let c = caps(&t.source, hay);
+            assert!(c.contains(&("seq".into(), Value::from(12))), "{hay}: {c:?}");
+            assert!(c.contains(&("op".into(), Value::from("ALLREDUCE"))), "{hay}");
+            assert!(c.contains(&("timeout_ms".into(), Value::from(600000))), "{hay}");
+            assert!(c.contains(&("ran_for".into(), Value::from(600123))), "{hay}");
+        }
+        assert!(Template::parse("x {fields SeqNum}").is_err());
+        assert!(Template::parse("xyz {fields A=foo:b}").is_err());
+        let t = Template::parse(
+            "CollectiveFingerPrint({fields SequenceNumber=int:seq OpType=ident:op TensorShape=shape:shape})",
+        )
+        .unwrap();
+        let c = caps(&t.source, "CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[1024, 2], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda))");
+        assert_eq!(c[2], ("shape".into(), serde_json::json!([1024, 2])));
     }
 
     #[test]

@@ -1,0 +1,286 @@
+//! Raised exceptions outside tracebacks: the shapes a line carries one in.
+//!
+//! A pasted log often shows the exception without its traceback: a lone
+//! `[rank5]: ValueError: shard 12 has no rows`, a message quoted in prose
+//! (``I get `RuntimeError: CUDA error: ...` when``), a pytest `E   ValueError: x` line
+//! or its `tests/test_x.py:12: ValueError` footer, a repr in an application's log
+//! (`failed: RuntimeError('CUDA out of memory')`), a field of a JSON or dict dump
+//! (`{'error': 'RuntimeError', 'message': '...'}`). [`find`] reads each; [`class_before`]
+//! is the one class lookup for a message found inside a line.
+//!
+//! A class is a name that says it is one: its last dotted part starts with an upper-case
+//! letter and ends in `Error`, `Exception`, `Exit`, `Interrupt` or `Failure`, or it is one
+//! of the classes the rule data lists (`Unsupported`, `BackendCompilerFailed`). Warnings
+//! (`UserWarning:`) and the bare word `Error` (a shell's, npm's) are not raised
+//! exceptions. Names are ASCII: a class glued to non-Latin text (`実行するとRuntimeError:`)
+//! starts where the ASCII does.
+
+/// How a line shows an exception.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `Class: message` (also `Class : message`, after any prefix or prose).
+    Line,
+    /// A repr, `Class('message')`.
+    Repr,
+    /// A dict or JSON field naming the class (`'error': 'RuntimeError'`).
+    Field,
+    /// A pytest footer, `path.py:12: Class`.
+    Footer,
+}
+
+/// An exception read from one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Raised {
+    /// The class as printed, possibly qualified.
+    pub class: String,
+    /// The message as printed after it (empty when the line shows none).
+    pub message: String,
+    /// Byte offset of the class in the line.
+    pub col: usize,
+    /// How the line shows it.
+    pub shape: Shape,
+}
+
+impl Raised {
+    /// The class without its module path.
+    pub fn short_class(&self) -> &str {
+        self.class.rsplit(['.', ':']).next().unwrap_or(&self.class)
+    }
+}
+
+const SUFFIXES: [&str; 5] = ["Error", "Exception", "Exit", "Interrupt", "Failure"];
+
+/// Whether `name` (possibly qualified) names an exception class.
+pub fn is_class(name: &str, extra: &[String]) -> bool {
+    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return false;
+    }
+    let short = name.rsplit(['.', ':']).next().unwrap_or(name);
+    if !short.starts_with(|c: char| c.is_ascii_uppercase()) || !short.chars().any(|c| c.is_ascii_lowercase()) {
+        return false;
+    }
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':')) {
+        return false;
+    }
+    // The bare word `Error` is a shell's or a tool's; `c10::Error` is PyTorch's.
+    if short == "Error" && !name.contains("::") {
+        return false;
+    }
+    SUFFIXES.iter().any(|s| short.ends_with(s)) || extra.iter().any(|e| e == short)
+}
+
+/// The ASCII name ending at byte `end` of `line` (class characters only).
+fn name_before(line: &str, end: usize) -> (usize, &str) {
+    let b = line.as_bytes();
+    let mut start = end;
+    while start > 0 && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'.' | b':')) {
+        start -= 1;
+    }
+    // `c10::Error` keeps its `::`; a leading `:` is punctuation.
+    while start < end && matches!(b[start], b':' | b'.') {
+        start += 1;
+    }
+    (start, &line[start..end])
+}
+
+/// Every `Class: message` in a line, in order: (class start, class, message start).
+pub(crate) fn colon_classes<'a>(
+    line: &'a str,
+    extra: &'a [String],
+) -> impl Iterator<Item = (usize, &'a str, usize)> + 'a {
+    let b = line.as_bytes();
+    line.match_indices(':').filter_map(move |(p, _)| {
+        // `::` inside a C++ name is not the colon after a class.
+        if b.get(p + 1) == Some(&b':') || (p > 0 && b[p - 1] == b':') {
+            return None;
+        }
+        // A stray space before the colon (`RuntimeError : x`, retyped).
+        let end = if p > 0 && b[p - 1] == b' ' { p - 1 } else { p };
+        let (start, name) = name_before(line, end);
+        if !is_class(name, extra) {
+            return None;
+        }
+        let msg = p + 1 + usize::from(b.get(p + 1) == Some(&b' '));
+        Some((start, name, msg.min(line.len())))
+    })
+}
+
+/// The exception a line shows, if any: the first `Class: message` on it, else a repr,
+/// a dict field or a pytest footer.
+pub fn find(line: &str, extra: &[String]) -> Option<Raised> {
+    let t = line.trim_end();
+    if let Some((start, class, msg)) = colon_classes(t, extra).next() {
+        let message = t[msg..].trim().trim_matches('`').trim_end_matches("**").trim().to_string();
+        return Some(Raised { class: class.to_string(), message, col: start, shape: Shape::Line });
+    }
+    repr(t, extra).or_else(|| field(t, extra)).or_else(|| footer(t, extra))
+}
+
+/// `Class('message')` / `Class("message")`.
+fn repr(t: &str, extra: &[String]) -> Option<Raised> {
+    for (p, _) in t.match_indices('(') {
+        let q = t[p + 1..].chars().next()?;
+        if q != '\'' && q != '"' {
+            continue;
+        }
+        let (start, class) = name_before(t, p);
+        if !is_class(class, extra) {
+            continue;
+        }
+        let body = &t[p + 2..];
+        let end = body.rfind(q).unwrap_or(body.len());
+        return Some(Raised {
+            class: class.to_string(),
+            message: body[..end].to_string(),
+            col: start,
+            shape: Shape::Repr,
+        });
+    }
+    None
+}
+
+/// Keys of dict and JSON fields that name an exception class.
+const CLASS_KEYS: [&str; 6] = ["error", "exception", "exc_type", "error_type", "exception_type", "type"];
+/// Keys of fields that hold its message.
+const MESSAGE_KEYS: [&str; 5] = ["message", "msg", "error_message", "detail", "reason"];
+
+/// The value of field `key` on a line: `'key': 'v'`, `"key": "v"`, `key=v`.
+fn field_value<'a>(t: &'a str, key: &str) -> Option<(usize, &'a str)> {
+    for quote in ["'", "\""] {
+        let pat = format!("{quote}{key}{quote}:");
+        if let Some(p) = t.find(&pat) {
+            let rest = t[p + pat.len()..].trim_start();
+            let off = t.len() - rest.len();
+            let (q, body) = match rest.chars().next()? {
+                c @ ('\'' | '"') => (c, &rest[1..]),
+                _ => continue,
+            };
+            let end = body.find(q).unwrap_or(body.len());
+            return Some((off + 1, &body[..end]));
+        }
+    }
+    None
+}
+
+fn field(t: &str, extra: &[String]) -> Option<Raised> {
+    for key in CLASS_KEYS {
+        let Some((col, v)) = field_value(t, key) else { continue };
+        let v = v.trim();
+        if !is_class(v, extra) {
+            continue;
+        }
+        let message =
+            MESSAGE_KEYS.iter().find_map(|k| field_value(t, k)).map(|(_, m)| m.to_string()).unwrap_or_default();
+        return Some(Raised { class: v.to_string(), message, col, shape: Shape::Field });
+    }
+    None
+}
+
+/// pytest's `tests/test_train.py:42: ValueError` (the line ends with the class).
+fn footer(t: &str, extra: &[String]) -> Option<Raised> {
+    let (head, class) = t.rsplit_once(": ")?;
+    let class = class.trim();
+    let (path, line) = head.rsplit_once(':')?;
+    let path_ok = !path.is_empty() && !path.contains(' ') && (path.ends_with(".py") || path.contains('/'));
+    if !path_ok || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) || !is_class(class, extra) {
+        return None;
+    }
+    Some(Raised { class: class.to_string(), message: String::new(), col: t.len() - class.len(), shape: Shape::Footer })
+}
+
+/// The last `Class:` on `before` (the text on a line before a message), with prose,
+/// quotes and other text between them.
+pub fn last_class<'a>(before: &'a str, extra: &'a [String]) -> Option<&'a str> {
+    colon_classes(before, extra).last().map(|(_, c, _)| c)
+}
+
+/// The class printed right before a message inside a line (`... a = t.numpy() TypeError: `
+/// gives `TypeError`, ``got `RuntimeError: `` gives `RuntimeError`): the last
+/// `Class:` (or repr opening `Class('`) before it, skipping quotes, backticks and the
+/// prose between them.
+pub fn class_before<'a>(before: &'a str, extra: &[String]) -> Option<&'a str> {
+    let b = before.trim_end().trim_end_matches(['`', '\'', '"', '*', ' ']);
+    if let Some(t) = b.strip_suffix("('").or_else(|| b.strip_suffix("(\"")).or_else(|| b.strip_suffix('(')) {
+        let (_, name) = name_before(t, t.len());
+        if is_class(name, extra) {
+            return Some(name);
+        }
+    }
+    let t = b.strip_suffix(':')?;
+    let t = t.strip_suffix(' ').unwrap_or(t);
+    let (_, name) = name_before(t, t.len());
+    is_class(name, extra).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extra() -> Vec<String> {
+        vec!["Unsupported".into(), "BackendCompilerFailed".into()]
+    }
+
+    #[test]
+    fn shapes_a_line_shows_an_exception_in() {
+        // (line, class, message, shape)
+        let table: &[(&str, &str, &str, Shape)] = &[
+            ("ValueError: shard 12 has no rows", "ValueError", "shard 12 has no rows", Shape::Line),
+            (
+                "I get `RuntimeError: CUDA error: unknown error` when",
+                "RuntimeError",
+                "CUDA error: unknown error` when",
+                Shape::Line,
+            ),
+            ("RuntimeError : CUDA out of memory.", "RuntimeError", "CUDA out of memory.", Shape::Line),
+            ("E       KeyError: 'label'", "KeyError", "'label'", Shape::Line),
+            ("実行するとRuntimeError: CUDA error", "RuntimeError", "CUDA error", Shape::Line),
+            (
+                "torch._dynamo.exc.Unsupported: call_function",
+                "torch._dynamo.exc.Unsupported",
+                "call_function",
+                Shape::Line,
+            ),
+            ("c10::Error: boom", "c10::Error", "boom", Shape::Line),
+            ("step failed: RuntimeError('CUDA out of memory')", "RuntimeError", "CUDA out of memory", Shape::Repr),
+            ("{'error': 'RuntimeError', 'message': 'NCCL error'}", "RuntimeError", "NCCL error", Shape::Field),
+            ("{\"exception\": \"ValueError\", \"msg\": \"bad\"}", "ValueError", "bad", Shape::Field),
+            ("tests/test_train.py:42: ValueError", "ValueError", "", Shape::Footer),
+        ];
+        for (line, class, message, shape) in table {
+            let r = find(line, &extra()).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!((r.class.as_str(), r.message.as_str(), r.shape), (*class, *message, *shape), "{line}");
+        }
+        for line in [
+            "UserWarning: this is deprecated",
+            "Error: npm failed",
+            "INFO: loading",
+            "step 50: loss=2.3",
+            "NCCL WARN Error: x",
+            "note: RuntimeError is raised when",
+            "std::runtime_error",
+        ] {
+            assert_eq!(find(line, &extra()), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_class_before_a_message() {
+        let e = extra();
+        let table = [
+            (
+                "Traceback (most recent call last): File \"a.py\", line 3, in f a = t.numpy() TypeError: ",
+                Some("TypeError"),
+            ),
+            ("torch.OutOfMemoryError:", Some("torch.OutOfMemoryError")),
+            ("the error was: ", None),
+            ("ERROR: ", None),
+            ("failed because of the following error: RuntimeError('", Some("RuntimeError")),
+            ("I get `RuntimeError: ", Some("RuntimeError")),
+            ("RuntimeError : ", Some("RuntimeError")),
+            ("実行するとRuntimeError:", Some("RuntimeError")),
+        ];
+        for (before, want) in table {
+            assert_eq!(class_before(before, &e), want, "{before}");
+        }
+    }
+}
