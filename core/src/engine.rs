@@ -132,7 +132,12 @@ impl Engine {
                 }
             }
         }
-        let prefilter = Prefilter::new(&pack, grammar::TRIGGERS, needles);
+        // Structure the grammars read, and the data's exception classes that say no
+        // `Error` (`Unsupported:`).
+        let mut structural: Vec<String> =
+            grammar::TRIGGERS.iter().chain(grammar::topology::TRIGGERS).map(|s| s.to_string()).collect();
+        structural.extend(pack.ingest().exception_classes.iter().map(|c| format!("{c}:")));
+        let prefilter = Prefilter::new(&pack, &structural, needles);
         Engine { pack, prefilter, limits }
     }
 
@@ -201,9 +206,15 @@ impl Diagnoser<'_> {
         }
         let input = Input { bytes: r.bytes, lines: r.lines, ranks: r.ranks, truncated_lines: r.truncated };
         let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
-        let log = LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty() };
+        let topology = infer::topology(&streams);
+        let log =
+            LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty(), topology };
         let drafts = infer::findings(&e.pack, &streams, &log);
-        let roles = infer::roles(drafts, &input.ranks, e.pack.notices());
+        let failed = infer::failed_ranks(&streams);
+        let t = &log.topology;
+        let world = t.world.or_else(|| (!t.multi_node()).then_some(t.per_node).flatten());
+        let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world };
+        let roles = infer::roles(drafts, run, e.pack.notices());
         Report {
             schema: Schema,
             input,

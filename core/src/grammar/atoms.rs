@@ -94,6 +94,8 @@ pub fn tensortype(i: &str) -> IResult<&str, (String, String)> {
 /// A dtype as printed: ScalarType (`Float`, `BFloat16`), Python (`torch.float32`),
 /// or C++ TypeMeta (`float`, `c10::Half`, `long int`).
 pub fn dtype(i: &str) -> IResult<&str, String> {
+    // MSVC builds print C++ type names with their keyword: `struct c10::Half`.
+    let i = i.strip_prefix("struct ").or_else(|| i.strip_prefix("class ")).unwrap_or(i);
     let (rest, s) = alt((
         recognize((tag("torch."), ident)),
         recognize((tag("c10::"), ident)),
@@ -105,6 +107,11 @@ pub fn dtype(i: &str) -> IResult<&str, String> {
         ident,
     ))
     .parse(i)?;
+    // A tensor type name (`torch.cuda.FloatTensor`, `CUDAFloatType`) names a device too:
+    // it is no dtype.
+    if s.ends_with("Tensor") || s.ends_with("Type") || rest.starts_with('.') {
+        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)));
+    }
     Ok((rest, s.trim_end().to_string()))
 }
 
@@ -143,8 +150,8 @@ pub fn shape(i: &str) -> IResult<&str, Vec<Dim>> {
         .parse(i)
 }
 
-/// A size or, in a bracketed list, a short symbol.
-fn dim(i: &str) -> IResult<&str, Dim> {
+/// A size, or a short symbol of a dynamic shape (`s4`, `B`).
+pub fn dim(i: &str) -> IResult<&str, Dim> {
     if let Ok((rest, n)) = int(i) {
         return Ok((rest, Dim::N(n)));
     }
@@ -359,6 +366,8 @@ mod tests {
         assert_eq!(dtype("long int instead").unwrap().1, "long int");
         assert_eq!(dtype("c10::Half").unwrap().1, "c10::Half");
         assert_eq!(dtype("torch.float32,").unwrap().1, "torch.float32");
+        assert_eq!(dtype("struct c10::Half)").unwrap().1, "c10::Half");
+        assert!(dtype("torch.cuda.FloatTensor").is_err());
         assert_eq!(path("../aten/src/Loss.cu:250:").unwrap().1, "../aten/src/Loss.cu:250");
         assert_eq!(path("/home/<user>/env/_C.so)").unwrap().1, "/home/<user>/env/_C.so");
         assert_eq!(path("10.1.2.3<34567>").unwrap().1, "10.1.2.3");

@@ -31,6 +31,8 @@ use super::atoms::int;
 pub struct Entry {
     pub rank: u32,
     pub local_rank: Option<u32>,
+    /// The `host :` field.
+    pub host: Option<String>,
     pub exitcode: Option<i64>,
     /// `YYYY-MM-DD_HH:MM:SS` as printed.
     pub time: Option<String>,
@@ -79,7 +81,16 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
             continue;
         }
         let first = i;
-        let mut e = Entry { rank: 0, local_rank: None, exitcode: None, time: None, root_cause: root, first, last: i };
+        let mut e = Entry {
+            rank: 0,
+            local_rank: None,
+            host: None,
+            exitcode: None,
+            time: None,
+            root_cause: root,
+            first,
+            last: i,
+        };
         let mut has_rank = false;
         let mut j = i + 1;
         while j < lines.len() {
@@ -103,6 +114,8 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
                 e.exitcode = Some(code);
             } else if let Ok((rest, ())) = field("time").parse(l) {
                 e.time = Some(rest.trim().to_string());
+            } else if let Ok((rest, ())) = field("host").parse(l) {
+                e.host = Some(rest.trim().to_string()).filter(|h| !h.is_empty());
             }
             e.last = j;
             j += 1;
@@ -126,6 +139,7 @@ mod tests {
         let es = entries(&lines);
         assert_eq!(es.len(), 2);
         assert_eq!((es[0].rank, es[0].exitcode, es[0].root_cause), (0, Some(-15), false));
+        assert_eq!(es[0].host.as_deref(), Some("localhost"));
         assert!(es[0].last >= 9, "{:?}", es[0]);
         assert_eq!((es[1].rank, es[1].exitcode, es[1].root_cause), (1, Some(1), true));
         let old = "Root Cause:\n[0]:\n  time: 2021-10-15_08:49:21\n  rank: 3 (local_rank: 0)\n  exitcode: 1 (pid: 3465)\n=====";

@@ -3,6 +3,7 @@
 //! - [`traceback`]: Python and IPython tracebacks, chained and nested, truncated or not.
 //! - [`elastic`]: torchrun's `ChildFailedError` summary (failures per rank).
 //! - [`raised`]: exceptions shown outside a traceback (a lone line, a repr, a dict field).
+//! - [`topology`]: the job's nodes, node index, processes per node and hosts.
 //! - [`pycall`]: Python call expressions on a failing source line.
 //! - [`atoms`]: the typed pieces messages are made of (devices, dtypes, shapes, sizes).
 //!
@@ -14,6 +15,7 @@ pub(crate) mod atoms;
 pub(crate) mod elastic;
 pub mod pycall;
 pub mod raised;
+pub mod topology;
 pub mod traceback;
 
 /// Literals that start or carry structure the grammars parse: traceback headers and
@@ -27,6 +29,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "<ipython-input",
     "Error:",
     "Exception:",
+    "Error :",
+    "Error(",
+    "Exception(",
+    "Error'",
+    "Error\"",
     "Interrupt",
     "During handling of the above",
     "The above exception",

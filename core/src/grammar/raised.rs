@@ -206,8 +206,8 @@ pub fn class_before<'a>(before: &'a str, extra: &[String]) -> Option<&'a str> {
             return Some(name);
         }
     }
-    let t = b.strip_suffix(':')?;
-    let t = t.strip_suffix(' ').unwrap_or(t);
+    // `RuntimeError:`, `RuntimeError :`, and a retyped `RuntimeError:  :`.
+    let t = b.strip_suffix(':')?.trim_end_matches([' ', ':']);
     let (_, name) = name_before(t, t.len());
     is_class(name, extra).then_some(name)
 }
@@ -277,6 +277,7 @@ mod tests {
             ("failed because of the following error: RuntimeError('", Some("RuntimeError")),
             ("I get `RuntimeError: ", Some("RuntimeError")),
             ("RuntimeError : ", Some("RuntimeError")),
+            ("RuntimeError:  :", Some("RuntimeError")),
             ("実行するとRuntimeError:", Some("RuntimeError")),
         ];
         for (before, want) in table {

@@ -193,7 +193,9 @@ fn is_progress(t: &str) -> bool {
 }
 
 /// Parses every traceback in a stream's lines (already cleaned of prefixes), with no
-/// knowledge of the lines beyond their text.
+/// knowledge of the lines beyond their text (the engine calls [`parse_with`]; this
+/// entry point serves tests, benchmarks and fuzzing).
+#[cfg(any(test, feature = "internals"))]
 pub fn parse(lines: &[&str]) -> Vec<Traceback> {
     parse_with(lines, &Layout::default())
 }
@@ -360,7 +362,8 @@ fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
                 };
                 let me = out.len();
                 out.push(Traceback { start: i, end: i, frames: Vec::new(), exception: None, link, chain });
-                let (message, last, next) = message_body(lines, i, msg, &mut out, me, layout, true);
+                let (message, last, next, user_code) = message_body(lines, i, msg, &mut out, me, layout, true);
+                out[me].frames = user_code;
                 out[me].exception = Some(Exception { class: class.to_string(), message, first: i, last });
                 out[me].end = last;
                 pending = Link::Start;
@@ -512,7 +515,8 @@ fn parse_one(
             continue;
         }
         if let Some((class, msg)) = exception_line(t) {
-            let (message, last, next) = message_body(lines, i, msg, out, me, layout, false);
+            let (message, last, next, user_code) = message_body(lines, i, msg, out, me, layout, false);
+            frames.extend(user_code);
             exception = Some(Exception { class: class.to_string(), message, first: i, last });
             end = last.max(end);
             i = next;
@@ -549,7 +553,7 @@ fn message_body(
     me: usize,
     layout: &Layout<'_>,
     frameless: bool,
-) -> (String, usize, usize) {
+) -> (String, usize, usize, Vec<Frame>) {
     let _ = me;
     // `Class:` with nothing after it (torchrun's `ChildFailedError:` summary): the
     // message is the block below, every line up to a blank one.
@@ -557,6 +561,9 @@ fn message_body(
     let mut msg = first.to_string();
     let mut last = at;
     let mut i = at + 1;
+    // dynamo's `from user code:` block: the user's frames where tracing failed.
+    let mut user_code: Vec<Frame> = Vec::new();
+    let mut in_user_code = false;
     // torch <= 1.1 re-raised a DataLoader worker's error with the worker's whole
     // traceback as the message (`RuntimeError: Traceback (most recent call last):`):
     // that traceback is nested in this one, as `Original Traceback` is today.
@@ -593,6 +600,24 @@ fn message_body(
             }
             break;
         }
+        if t.starts_with("from user code:") {
+            in_user_code = true;
+        } else if in_user_code {
+            if let Ok((_, f)) = python_frame(t) {
+                user_code.push(Frame { at: i, ..f });
+                last = i;
+                i += 1;
+                continue;
+            }
+            if lines[i].starts_with([' ', '\t']) {
+                if let Some(f) = user_code.last_mut().filter(|f| f.code.is_none()) {
+                    f.code = Some(t.to_string());
+                    last = i;
+                    i += 1;
+                    continue;
+                }
+            }
+        }
         if !(block && !layout.headed(i) || layout.continues(lines, i, at)) {
             break;
         }
@@ -601,7 +626,7 @@ fn message_body(
         last = i;
         i += 1;
     }
-    (msg, last, i)
+    (msg, last, i, user_code)
 }
 
 /// A frame line a terminal hard-wrapped (`File "/opt/.../module.py", line` then

@@ -393,7 +393,7 @@ mod tests {
             crate::rules::evidence::derive(&mut ev);
             let frames: Vec<Frame> = c.frames.iter().map(|f| frame(f)).collect();
             let refs: Vec<&Frame> = frames.iter().collect();
-            let log = LogFacts { needles: &[], seen: &[], distributed: false };
+            let log = LogFacts { needles: &[], seen: &[], distributed: false, topology: Default::default() };
             let mut ctx = Context::new();
             device_placement(&pack, &ev, &refs, &log, None, &mut ctx);
             for w in c.want {

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::grammar::raised;
+use crate::grammar::topology::{self, Topology};
 use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
 use crate::report::{value_text, Culprit, Evidence, Finding, Location, Role, Trace};
@@ -29,7 +30,7 @@ use crate::rules::text::{self, Context};
 pub(crate) mod facts;
 mod roles;
 
-pub(crate) use roles::roles;
+pub(crate) use roles::{roles, Run};
 
 /// A finding before roles are assigned.
 #[derive(Clone, Debug)]
@@ -129,6 +130,17 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
                 continue;
             }
         }
+        // One launcher report spans its lines (the agent's `failed (exitcode ...)` line,
+        // its summary below): its loose pieces in one stream are one finding.
+        let launcher = rules[e.rule].spec.launcher_summary;
+        if let Some((_, b)) = unmerged
+            .iter_mut()
+            .find(|(sj, b)| *sj == si && launcher && b.rule == e.rule && e.first.abs_diff(b.last) <= 64)
+        {
+            merge_captures(b, &e);
+            b.last = b.last.max(e.last);
+            continue;
+        }
         unmerged.push((si, e));
     }
     for (si, m) in chosen.iter().enumerate() {
@@ -176,9 +188,10 @@ fn loose_draft(pack: &Pack, rule: &Rule, s: &Stream<'_>, x: &Loose, log: &LogFac
     let inc = s.loose_incident(x);
     let mut ev = incident_evidence(&inc);
     ev.insert("shown_as", Value::from(x.shape));
+    let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
     scrub(&mut ev);
     let frames = inc.frames.clone();
-    let ctx = Bind { pack, rule, frames: &frames, log, rank: inc.rank, location: inc.location, role_op: None };
+    let ctx = Bind { pack, rule, frames: &frames, log, rank, location: inc.location, role_op: None };
     let (finding, collateral) = bind(&ctx, ev);
     let key = dedupe_key(&finding);
     let per_rank = per_rank_of(&finding);
@@ -252,7 +265,7 @@ fn from_event(
     if let Some(v) = &rule.spec.matches[e.template].torch {
         ev.insert("torch_versions", Value::from(v.clone()));
     }
-    let rank = inc.rank.or_else(|| evidence_rank(&ev));
+    let rank = resolve_rank(inc.rank.or_else(|| evidence_rank(&ev)), inc.local_rank, inc.host.as_deref(), &mut ev, log);
     // The same failure reported by many ranks is bound to its rule text once: later
     // reports reuse that text and keep only their own rank, place and location.
     let key = key_of(rule.id(), &ev);
@@ -301,16 +314,80 @@ fn evidence_rank(ev: &Evidence) -> Option<u32> {
     ev.extra.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok())
 }
 
+/// The global rank of a failure: the one a prefix or the message names, else its local
+/// rank (a launcher's label or `local_rank: N`) where the job's shape settles it: on
+/// one node it is the global rank, on several it is derived from the node's index and
+/// size when the log gives them, else unknown (`rank` null, `local_rank` and `host` in
+/// evidence). `rank_from` says how a local rank became the global one.
+fn resolve_rank(
+    rank: Option<u32>,
+    local: Option<u32>,
+    host: Option<&str>,
+    ev: &mut Evidence,
+    log: &LogFacts<'_>,
+) -> Option<u32> {
+    if let Some(h) = host {
+        ev.insert_if_absent("host", Value::from(h));
+    }
+    if rank.is_some() {
+        return rank;
+    }
+    let local =
+        local.or_else(|| ev.extra.get("local_rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok()));
+    if let Some(l) = local {
+        ev.insert_if_absent("local_rank", Value::from(l));
+    }
+    let (global, basis) = log.topology.global(local?)?;
+    ev.insert("rank_from", Value::from(basis));
+    Some(global)
+}
+
+/// The ranks a launcher's summary lists as failed on their own: every entry but those
+/// the agent stopped with SIGTERM (`exitcode: -15`) while tearing the job down.
+pub(crate) fn failed_ranks(streams: &[Stream<'_>]) -> Vec<u32> {
+    let mut out: Vec<u32> =
+        streams.iter().flat_map(|s| s.elastic.iter()).filter(|e| e.exitcode != Some(-15)).map(|e| e.rank).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The job's shape, from every stream: hosts its labels and summaries name, the
+/// launcher facts its lines state, ranks printed unlike their local ranks.
+pub(crate) fn topology(streams: &[Stream<'_>]) -> Topology {
+    let mut t = Topology::default();
+    for s in streams {
+        if let Some(h) = &s.host {
+            t.add_host(h);
+        }
+        for e in &s.elastic {
+            if let Some(h) = &e.host {
+                t.add_host(h);
+            }
+            if e.local_rank.is_some_and(|l| l != e.rank) {
+                t.rank_differs_from_local = true;
+            }
+        }
+        for l in &s.lines {
+            for f in topology::facts(&l.text) {
+                t.add(f);
+            }
+        }
+    }
+    t
+}
+
 /// A traceback chain no template matched, bound to the pack's fallback rule.
 fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &LogFacts<'_>) -> Option<Draft> {
     let (inc, final_exc) = s.chain_incident(chain)?;
     let mut ev = incident_evidence(&inc);
+    let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
     if let Some(fx) = final_exc {
         ev.insert("final_exception", Value::from(fx.short_class()));
         ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
     scrub(&mut ev);
-    let ctx = Bind { pack, rule, frames: &[], log, rank: inc.rank, location: inc.location, role_op: None };
+    let ctx = Bind { pack, rule, frames: &[], log, rank, location: inc.location, role_op: None };
     let (finding, collateral) = bind(&ctx, ev);
     let key = dedupe_key(&finding);
     let per_rank = per_rank_of(&finding);

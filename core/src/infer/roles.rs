@@ -30,7 +30,19 @@ fn notice(text: &Option<String>, next_action: &str, values: &[(&str, String)]) -
     text.as_ref().and_then(|t| crate::rules::text::render(t, &ctx))
 }
 
-pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFile) -> Roles {
+/// What the whole run shows beyond its findings.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Run<'a> {
+    /// Ranks whose lines carried a rank prefix.
+    pub ranks_seen: &'a [u32],
+    /// Ranks a launcher's summary lists as failed on their own.
+    pub failed: &'a [u32],
+    /// The job's world size, where the log states it.
+    pub world: Option<u32>,
+}
+
+pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> Roles {
+    let (ranks_seen, failed) = (run.ranks_seen, run.failed);
     // Merge duplicates across ranks (and repeated identical reports). A rule matched
     // twice on the same lines of the same rank is one report too: a garbled line
     // (`Killed Killed`) or two processes' output run together on one line
@@ -99,14 +111,45 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFil
         .or_else(|| pick(&|d| !d.collateral))
         .or_else(|| pick(&|d| d.collateral && !d.teardown))
         .or_else(|| pick(&|_| true));
+    // A worker's traceback printed without a rank (torch < 2.3) belongs to the rank the
+    // launcher reports failed, when it names exactly one; identical unranked reports
+    // from several workers belong to every rank it names.
+    if let Some(i) = init.filter(|&i| merged[i].finding.rank.is_none() && !merged[i].launcher) {
+        let mut named: BTreeSet<u32> =
+            merged.iter().filter(|d| d.launcher && !d.teardown).filter_map(|d| d.finding.rank).collect();
+        named.extend(failed.iter().copied());
+        let head = &mut merged[i];
+        let several_reports = head.reports > 1 && head.finding.ranks.is_empty();
+        if named.len() == 1 || (several_reports && named.len() == head.reports) {
+            if let Some(&first) = named.first() {
+                head.finding.rank = Some(first);
+                head.finding.evidence.insert("rank_from", Value::from("launcher"));
+                if named.len() > 1 {
+                    head.finding.ranks = named.into_iter().collect();
+                }
+            }
+        }
+    }
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
     if only_collateral {
         if let Some(i) = init {
-            let suspect = suspect_rank(&merged, i, ranks_seen);
-            if let Some(r) = suspect {
-                let f = &mut merged[i].finding;
-                f.rank = Some(r);
-                f.evidence.insert("suspect_rank", Value::from(r));
+            let suspect = suspect_rank(&merged, i, ranks_seen, run.world);
+            let is_launcher = merged[i].launcher;
+            let f = &mut merged[i].finding;
+            match suspect {
+                Some(r) => {
+                    f.rank = Some(r);
+                    f.evidence.insert("suspect_rank", Value::from(r));
+                }
+                // The echoes point at no rank: the one that reported first was only
+                // waiting, so the finding names none rather than a bystander.
+                None if !is_launcher => {
+                    if f.ranks.is_empty() {
+                        f.ranks.extend(f.rank);
+                    }
+                    f.rank = None;
+                }
+                None => {}
             }
             // An exception a rank caught and logged before the echoes began is the
             // likeliest origin: it is where that rank's code path diverged.
@@ -182,7 +225,16 @@ pub(crate) fn roles(drafts: Vec<Draft>, ranks_seen: &[u32], notices: &NoticesFil
             head.next_action = a;
         }
     }
-    if only_collateral {
+    if only_collateral && out[0].rank.is_none() && !launcher[0] {
+        let head = &mut out[0];
+        let n = notices.echoes_without_suspect.as_ref();
+        if let Some(m) = notice(&n.and_then(|n| n.missing.clone()), &head.next_action, &[]) {
+            head.missing.insert(0, m);
+        }
+        if let Some(a) = notice(&n.and_then(|n| n.next_action.clone()), &head.next_action, &[]) {
+            head.next_action = a;
+        }
+    } else if only_collateral {
         let head = &mut out[0];
         let n = notices.only_echoes.as_ref();
         if let Some(m) = notice(&n.and_then(|n| n.missing.clone()), &head.next_action, &[]) {
@@ -236,9 +288,11 @@ fn cascade(merged: &[Draft]) -> Option<usize> {
 }
 
 /// The rank the echoes point at: the one rank whose report differs from all the others
-/// (it stood at another collective), else the one rank missing from the reports, else
-/// the launcher's root cause.
-fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
+/// (it stood at another collective, or lags behind them), else the one rank missing from
+/// the reports (among the ranks the log shows, or the job's world when it states its
+/// size: a rank that never printed anything is still a rank), else a rank that caught an
+/// exception before the echoes, else the launcher's root cause.
+fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32], world: Option<u32>) -> Option<u32> {
     let id = &merged[i].finding.id;
     let per_rank: Vec<&(u32, Option<String>)> =
         merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
@@ -252,7 +306,15 @@ fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32]) -> Option<u32> {
             return rs.first().copied();
         }
     }
-    let absent: Vec<u32> = ranks_seen.iter().filter(|r| !reporting.contains(r)).copied().collect();
+    // Ranks are numbered from 0: those below the highest the log shows (or the world's
+    // size) that never reported are absent too.
+    let top = world.map(|w| w.saturating_sub(1)).or_else(|| ranks_seen.iter().chain(&reporting).max().copied());
+    let mut absent: BTreeSet<u32> = ranks_seen.iter().filter(|r| !reporting.contains(r)).copied().collect();
+    // Only a set of ranks echoing one failure (not a launcher naming one rank) has
+    // an absent member.
+    if let Some(top) = top.filter(|&t| t < 4096 && !merged[i].launcher && reporting.len() >= 2) {
+        absent.extend((0..=top).filter(|r| !reporting.contains(r)));
+    }
     if absent.len() == 1 && !reporting.is_empty() {
         return absent.first().copied();
     }
@@ -370,6 +432,20 @@ mod tests {
             others: &[],
         },
         Case {
+            name: "the rank that never printed is the suspect: ranks 1-3 time out, rank 0 says nothing",
+            drafts: &[echo("timeout", 1, 10), echo("timeout", 2, 11), echo("timeout", 3, 12)],
+            ranks_seen: &[1, 2, 3],
+            initiating: Some(("timeout", Some(0))),
+            others: &[],
+        },
+        Case {
+            name: "echoes that point at no rank name none (never a waiting rank)",
+            drafts: &[echo("timeout", 0, 10), echo("timeout", 1, 11), echo("timeout", 2, 12), echo("timeout", 3, 13)],
+            ranks_seen: &[0, 1, 2, 3],
+            initiating: Some(("timeout", None)),
+            others: &[],
+        },
+        Case {
             name: "a rule sure of its match initiates ahead of an earlier possible one",
             drafts: &[D { confidence: Confidence::Possible, ..d("killed", None, 3) }, d("oom", None, 20)],
             ranks_seen: &[],
@@ -417,9 +493,11 @@ mod tests {
             unranked_initiator: Some(NoticeSpec { missing: Some("which rank".into()), next_action: None }),
             only_echoes: Some(NoticeSpec { missing: Some("the first failure".into()), next_action: None }),
             caught_before_echoes: None,
+            echoes_without_suspect: None,
         };
         for c in CASES {
-            let r = roles(c.drafts.iter().map(draft).collect(), c.ranks_seen, &notices);
+            let run = Run { ranks_seen: c.ranks_seen, ..Run::default() };
+            let r = roles(c.drafts.iter().map(draft).collect(), run, &notices);
             let head = r.initiating.map(|i| (r.findings[i].id.as_str(), r.findings[i].rank));
             assert_eq!(head, c.initiating, "{}", c.name);
             if let Some(i) = r.initiating {
@@ -433,7 +511,8 @@ mod tests {
     #[test]
     fn the_same_failure_on_several_ranks_is_one_finding_listing_them() {
         let drafts = [echo("timeout", 3, 10), echo("timeout", 1, 11), echo("timeout", 2, 12)].map(|x| draft(&x));
-        let r = roles(drafts.to_vec(), &[0, 1, 2, 3], &NoticesFile::default());
+        let run = Run { ranks_seen: &[0, 1, 2, 3], ..Run::default() };
+        let r = roles(drafts.to_vec(), run, &NoticesFile::default());
         assert_eq!(r.findings.len(), 1);
         assert_eq!(r.findings[0].ranks, vec![1, 2, 3]);
         assert_eq!(r.findings[0].evidence.get("suspect_rank"), Some(Value::from(0)));

@@ -28,8 +28,14 @@ pub struct Line {
     pub no: u64,
     /// The text with ANSI codes, `\r` overwrites and log prefixes removed.
     pub text: String,
-    /// Global rank from `[rankN]:`, or local rank from `[defaultN]:` / srun `N:`.
+    /// The rank a prefix names: the global rank of `[rankN]:`, `[rank: N]`, srun's
+    /// `N: `, or the local rank of a launcher's `[defaultN]:` / `[host:N]:` label
+    /// ([`Line::local`]).
     pub rank: Option<u32>,
+    /// `rank` is a rank local to its node (a launcher's tee label), not the global rank.
+    pub local: bool,
+    /// The host a `[host:N]:` label names.
+    pub host: Option<String>,
     /// Timestamp from a glog, c10, Python-logging or ISO header, as comparable millis.
     pub ts: Option<Timestamp>,
     /// Severity letter from a glog/c10 header or Python logging level (`E`, `W`, `I`, `F`).
@@ -71,10 +77,10 @@ impl Timestamp {
 /// unprefixed continuation lines of a ranked multi-line message stay with it.
 #[derive(Default, Debug, Clone)]
 pub struct Cleaner {
-    /// Rank of the last line if it was a ranked C++ log line (or its continuation):
-    /// its unprefixed continuation lines (`Last error:`, `ncclRemoteError: ...`) stay
-    /// with it.
-    continues: Option<u32>,
+    /// Rank (and whether it is local, and its host) of the last line if it was a ranked
+    /// C++ log line (or its continuation): its unprefixed continuation lines
+    /// (`Last error:`, `ncclRemoteError: ...`) stay with it.
+    continues: Option<(u32, bool, Option<String>)>,
     /// How the lines that continue a C++ log record begin (besides indentation): data
     /// of the rule pack (`data/ingest.toml`), since they are library messages' tails.
     continuations: Vec<String>,
@@ -100,16 +106,28 @@ impl Cleaner {
         let text = resolve_carriage_returns(&decoded);
         let text = strip_ansi(text);
         let text = normalize_punctuation(&text);
-        let mut line = Line { no, text: String::new(), rank: None, ts: None, level: None, truncated, logger: false };
+        let mut line = Line {
+            no,
+            text: String::new(),
+            rank: None,
+            local: false,
+            host: None,
+            ts: None,
+            level: None,
+            truncated,
+            logger: false,
+        };
         let rest = strip_prefixes(&text, &mut line);
         line.text = unbox(rest).to_string();
         let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && self.is_continuation(&line.text);
         if bare {
-            if let Some(r) = self.continues {
+            if let Some((r, local, host)) = self.continues.clone() {
                 line.rank = Some(r);
+                line.local = local;
+                line.host = host;
             }
-        } else if line.rank.is_some() && line.level.is_some() {
-            self.continues = line.rank;
+        } else if let (Some(r), Some(_)) = (line.rank, line.level) {
+            self.continues = Some((r, line.local, line.host.clone()));
         } else {
             self.continues = None;
         }
@@ -227,12 +245,19 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         // too: `    [rank3]: ...`. Only prefixes no code or message line starts with are
         // looked for past the indent: a rank, a glog header, a timestamped logger line.
         let unindented = s.trim_start_matches([' ', '\t']);
-        if let Ok((rest, rank)) = rank_prefix(unindented) {
+        if let Ok((rest, rank)) = rank_prefix(unindented).or_else(|_| lightning_rank(unindented)) {
             // `[rankN]:` is the global rank: it wins over a launcher's local label.
             line.rank = Some(rank);
+            line.local = false;
             s = rest;
-        } else if let Ok((rest, rank)) = role_prefix(s) {
-            line.rank.get_or_insert(rank);
+        } else if let Ok((rest, (host, rank))) = role_prefix(s) {
+            if line.rank.is_none() {
+                line.rank = Some(rank);
+                line.local = true;
+            }
+            if let Some(h) = host {
+                line.host.get_or_insert_with(|| h.to_string());
+            }
             s = rest;
         } else if let Ok((rest, (level, ts))) = glog_prefix(unindented) {
             line.level = Some(level);
@@ -286,17 +311,31 @@ fn rank_prefix(i: &str) -> IResult<&str, u32> {
     Ok((rest, n))
 }
 
-/// Launcher tee label `[default3]:`, `[trainer0]:`, or a host:local label `[gpu187:2]:`.
-fn role_prefix(i: &str) -> IResult<&str, u32> {
-    let (rest, (_, _, _, n, _)) = (
+/// Lightning's and accelerate's `[rank: 1] ` (the global rank).
+fn lightning_rank(i: &str) -> IResult<&str, u32> {
+    let (rest, (_, n, _, _)) = (tag("[rank: "), small_int, char(']'), opt(char(' '))).parse(i)?;
+    Ok((rest, n))
+}
+
+/// Launcher tee label `[default3]:`, `[trainer0]:` (a local rank), or a host and local
+/// rank label `[gpu187:2]:`.
+fn role_prefix(i: &str) -> IResult<&str, (Option<&str>, u32)> {
+    let host: IResult<&str, _> = (
         char('['),
-        take_while1(|c: char| c.is_ascii_alphabetic()),
-        opt((take_while1(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.'), char(':'))),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'),
+        char(':'),
         small_int,
         tag("]:"),
     )
-        .parse(i)?;
-    Ok((rest, n))
+        .parse(i);
+    if let Ok((rest, (_, h, _, n, _))) = host {
+        if h.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return Ok((rest, (Some(h), n)));
+        }
+    }
+    let (rest, (_, _, n, _)) =
+        (char('['), take_while1(|c: char| c.is_ascii_alphabetic()), small_int, tag("]:")).parse(i)?;
+    Ok((rest, (None, n)))
 }
 
 /// A `--log-line-prefix-template` prefix: `node01:default:2| ` (fields joined by `:`,

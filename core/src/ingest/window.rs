@@ -36,6 +36,9 @@ pub(crate) trait Trigger {
     fn could_match(&self, raw: &[u8], at: usize, pattern: usize) -> bool;
     /// Whether every line must be kept (the prefilter is off).
     fn keeps_everything(&self) -> bool;
+    /// For a line whose anchor hits all failed: whether a structural literal or a needle
+    /// occurs in it after all (overlapping search; marks the needles in `seen`).
+    fn rescan(&self, raw: &[u8], seen: &mut [bool]) -> bool;
 }
 
 /// What a window retained of a whole input.
@@ -208,11 +211,18 @@ impl Window {
                 h += 1;
             }
             let mut hit = false;
+            let mut anchored = false;
             let line = &body[start..end];
             while h < hits.len() && hits[h].0 < end {
                 let (off, p) = hits[h];
+                anchored |= p.is_some();
                 hit = hit || p.is_none_or(|p| trigger.could_match(line, off - start, p));
                 h += 1;
+            }
+            // The scan is leftmost-longest: an anchor that failed may have hidden a
+            // structural literal or a needle overlapping it (`ValueError:` over `Error:`).
+            if anchored && !hit {
+                hit = trigger.rescan(line, &mut self.seen);
             }
             self.line(trigger, line, hit);
             start = end + 1;
@@ -239,6 +249,7 @@ impl Window {
         let mut hits = Vec::new();
         trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
         let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| trigger.could_match(raw, off, p)));
+        let hit = hit || (hits.iter().any(|h| h.1.is_some()) && trigger.rescan(raw, &mut self.seen));
         self.line(trigger, raw, hit);
     }
 
@@ -365,6 +376,17 @@ fn memchr(b: &[u8]) -> Option<usize> {
 /// hidden further in (timestamps, template prefixes) count as unranked here; the full
 /// cleaner still attributes them when they are kept.
 fn quick_rank(raw: &[u8]) -> Option<u32> {
+    // `[host:N]:`, a host and its local rank.
+    if let Some(body) = raw.strip_prefix(b"[") {
+        let host =
+            body.iter().take(64).take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_')).count();
+        if host > 0 && body[0].is_ascii_alphabetic() && body.get(host) == Some(&b':') {
+            let digits = body[host + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if (1..=6).contains(&digits) && body[host + 1 + digits..].starts_with(b"]:") {
+                return std::str::from_utf8(&body[host + 1..host + 1 + digits]).ok()?.parse().ok();
+            }
+        }
+    }
     let mut s = raw;
     let mut found = None;
     for _ in 0..2 {
@@ -399,7 +421,8 @@ mod tests {
 
     #[test]
     fn quick_ranks() {
-        let table: [(&[u8], Option<u32>); 6] = [
+        let table: [(&[u8], Option<u32>); 7] = [
+            (b"[gpu-node-7:3]: x", Some(3)),
             (b"[rank3]: x", Some(3)),
             (b"rank7]: x", Some(7)),
             (b"[default2]:[rank5]: x", Some(5)),
@@ -421,6 +444,9 @@ mod tests {
             true
         }
         fn keeps_everything(&self) -> bool {
+            true
+        }
+        fn rescan(&self, _: &[u8], _: &mut [bool]) -> bool {
             true
         }
     }

@@ -9,11 +9,25 @@
 use serde_json::Value;
 
 use super::template::Match;
+use crate::grammar::topology::Topology;
 use crate::report::Evidence;
 
 /// Evidence values captured by one match: a list capture appends, a value capture
-/// sets its key unless an earlier capture did.
+/// sets its key unless an earlier capture did. A capture whose name starts with `_`
+/// serves the template's conditions only and is left out (see
+/// [`captures_for_conditions`]).
 pub(crate) fn captures_to_evidence(m: &Match, ev: &mut Evidence) {
+    for c in m.captures.iter().filter(|c| !c.name.starts_with('_')) {
+        if c.list {
+            ev.push(&c.name, c.value.clone());
+        } else {
+            ev.insert_if_absent(&c.name, c.value.clone());
+        }
+    }
+}
+
+/// Every capture of a match, those named `_...` included: what a template's `when` sees.
+pub(crate) fn captures_for_conditions(m: &Match, ev: &mut Evidence) {
     for c in &m.captures {
         if c.list {
             ev.push(&c.name, c.value.clone());
@@ -30,6 +44,8 @@ pub(crate) struct LogFacts<'a> {
     pub needles: &'a [String],
     pub seen: &'a [bool],
     pub distributed: bool,
+    /// The job's shape: nodes, node index, processes per node, hosts.
+    pub topology: Topology,
 }
 
 impl LogFacts<'_> {

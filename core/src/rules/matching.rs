@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::conditions::holds_on_evidence;
-use super::evidence::{captures_to_evidence, derive};
+use super::evidence::{captures_for_conditions, derive};
 use super::pack::{Pack, Rule};
 use super::prefilter::{Anchored, Prefilter};
 use super::template::Match;
@@ -23,8 +23,17 @@ use crate::ingest::{Line, Timestamp};
 use crate::report::{Evidence, Location};
 
 /// A blank line marking a gap between retained windows of one stream.
-static GAP: Line =
-    Line { no: 0, text: String::new(), rank: None, ts: None, level: None, truncated: false, logger: false };
+static GAP: Line = Line {
+    no: 0,
+    text: String::new(),
+    rank: None,
+    local: false,
+    host: None,
+    ts: None,
+    level: None,
+    truncated: false,
+    logger: false,
+};
 
 /// One template match, placed in its stream.
 #[derive(Clone, Debug)]
@@ -53,6 +62,8 @@ pub(crate) struct Loose {
     pub message: String,
     /// How the line showed it: `line`, `repr`, `field`, `footer`, `log-error`.
     pub shape: &'static str,
+    /// Where it was raised, when a later line says (pytest's `path.py:77: Class`).
+    pub frame: Option<Frame>,
 }
 
 /// Most loose exceptions kept per stream: the earliest, where a failure starts.
@@ -61,7 +72,12 @@ const MAX_LOOSE: usize = 64;
 /// A stream after parsing: its lines, tracebacks and events.
 #[derive(Debug)]
 pub(crate) struct Stream<'l> {
+    /// The global rank its prefix names.
     pub rank: Option<u32>,
+    /// The node-local rank a launcher's label names (`[default3]:`, `[host:3]:`).
+    pub local_rank: Option<u32>,
+    /// The host a `[host:N]:` label names.
+    pub host: Option<String>,
     pub lines: Vec<&'l Line>,
     pub tracebacks: Vec<Traceback>,
     pub events: Vec<Event>,
@@ -76,16 +92,19 @@ pub(crate) struct Stream<'l> {
 /// Regroups kept lines per stream (a blank line marks a gap between windows) and
 /// parses each.
 pub(crate) fn streams<'l>(pack: &Pack, pre: &Prefilter, kept: &'l [Kept]) -> Vec<Stream<'l>> {
-    let mut order: Vec<Option<u32>> = Vec::new();
-    let mut groups: BTreeMap<Option<u32>, Vec<&'l Line>> = BTreeMap::new();
-    let mut last_seq: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+    // A stream is a rank's: its global rank, or its local rank on its host.
+    type Key = (Option<u32>, bool, Option<String>);
+    let mut order: Vec<Key> = Vec::new();
+    let mut groups: BTreeMap<Key, Vec<&'l Line>> = BTreeMap::new();
+    let mut last_seq: BTreeMap<Key, u64> = BTreeMap::new();
     for k in kept {
         let l = &k.line;
-        let g = groups.entry(l.rank).or_default();
+        let key: Key = (l.rank, l.local && l.rank.is_some(), l.host.clone());
+        let g = groups.entry(key.clone()).or_default();
         if g.is_empty() {
-            order.push(l.rank);
+            order.push(key.clone());
         }
-        if let Some(prev) = last_seq.insert(l.rank, k.seq) {
+        if let Some(prev) = last_seq.insert(key, k.seq) {
             if k.seq != prev + 1 {
                 g.push(&GAP);
             }
@@ -94,14 +113,23 @@ pub(crate) fn streams<'l>(pack: &Pack, pre: &Prefilter, kept: &'l [Kept]) -> Vec
     }
     order
         .into_iter()
-        .map(|rank| {
-            let ls = groups.remove(&rank).unwrap_or_default();
-            parse_stream(pack, pre, rank, ls)
+        .map(|key| {
+            let ls = groups.remove(&key).unwrap_or_default();
+            let (rank, local, host) = key;
+            let (rank, local_rank) = if local { (None, rank) } else { (rank, None) };
+            parse_stream(pack, pre, rank, local_rank, host, ls)
         })
         .collect()
 }
 
-fn parse_stream<'l>(pack: &Pack, pre: &Prefilter, rank: Option<u32>, lines: Vec<&'l Line>) -> Stream<'l> {
+fn parse_stream<'l>(
+    pack: &Pack,
+    pre: &Prefilter,
+    rank: Option<u32>,
+    local_rank: Option<u32>,
+    host: Option<String>,
+    lines: Vec<&'l Line>,
+) -> Stream<'l> {
     let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     let headed: Vec<bool> = lines.iter().map(|l| l.level.is_some() || l.ts.is_some()).collect();
     let ing = pack.ingest();
@@ -123,7 +151,7 @@ fn parse_stream<'l>(pack: &Pack, pre: &Prefilter, rank: Option<u32>, lines: Vec<
     let events = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, extra);
     let elastic = if hay.contains("local_rank") { elastic::entries(&texts) } else { Vec::new() };
     let loose = loose_exceptions(&lines, &tracebacks, &events, extra);
-    Stream { rank, lines, tracebacks, events, elastic, loose, starts }
+    Stream { rank, local_rank, host, lines, tracebacks, events, elastic, loose, starts }
 }
 
 /// The exceptions lines show outside tracebacks and template matches, and the C++
@@ -156,11 +184,30 @@ fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra:
                 raised::Shape::Field => "field",
                 raised::Shape::Footer => "footer",
             };
-            out.push(Loose { line: i, class: Some(r.short_class().to_string()), message: r.message, shape });
+            let class = Some(r.short_class().to_string());
+            // pytest's footer (`visionkit/layers/rope.py:77: RuntimeError`) says where the
+            // exception on an `E   ` line above it was raised; its summary line
+            // (`FAILED tests/x.py::t - RuntimeError: msg...`) repeats it.
+            if r.shape == raised::Shape::Footer {
+                if let Some(prev) = out.iter_mut().rev().find(|x| x.class == class && i - x.line <= 4) {
+                    prev.frame = footer_frame(&l.text, i);
+                    continue;
+                }
+            }
+            if out.iter().any(|x| x.class == class && same_message(&x.message, &r.message)) {
+                continue;
+            }
+            out.push(Loose { line: i, class, message: r.message, shape, frame: None });
             prev_error_line = false;
         } else if l.level == Some('E') && !l.logger && !l.text.trim().is_empty() {
             if !prev_error_line {
-                out.push(Loose { line: i, class: None, message: l.text.trim().to_string(), shape: "log-error" });
+                out.push(Loose {
+                    line: i,
+                    class: None,
+                    message: l.text.trim().to_string(),
+                    shape: "log-error",
+                    frame: None,
+                });
             }
             prev_error_line = true;
         } else {
@@ -268,7 +315,7 @@ fn match_events(
         None => true,
         Some(w) => {
             let mut ev = Evidence::new();
-            captures_to_evidence(&e.m, &mut ev);
+            captures_for_conditions(&e.m, &mut ev);
             derive(&mut ev);
             holds_on_evidence(w, &ev.to_map())
         }
@@ -304,7 +351,21 @@ impl Stream<'_> {
     /// The rank a line's failure belongs to: the stream's, else the `ChildFailedError`
     /// entry quoting it.
     pub(crate) fn rank_at(&self, line: usize) -> Option<u32> {
-        self.rank.or_else(|| self.elastic.iter().find(|e| e.first <= line && line <= e.last).map(|e| e.rank))
+        self.rank.or_else(|| self.entry_at(line).map(|e| e.rank))
+    }
+
+    fn entry_at(&self, line: usize) -> Option<&elastic::Entry> {
+        self.elastic.iter().find(|e| e.first <= line && line <= e.last)
+    }
+
+    /// The local rank and host of a line's failure: the stream's label, else the
+    /// `ChildFailedError` entry quoting it.
+    pub(crate) fn local_at(&self, line: usize) -> (Option<u32>, Option<String>) {
+        let e = self.entry_at(line);
+        (
+            self.local_rank.or_else(|| e.and_then(|e| e.local_rank)),
+            self.host.clone().or_else(|| e.and_then(|e| e.host.clone())),
+        )
     }
 
     /// An unranked traceback introduced by a log line that names a rank
@@ -317,10 +378,16 @@ impl Stream<'_> {
         }
         let prev = &prev_line.text;
         let lower = prev.to_ascii_lowercase();
-        let at = lower.find("rank")?;
-        let rest = lower[at + 4..].trim_start_matches([' ', '=', ':', '#']);
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok()
+        let b = lower.as_bytes();
+        // The word `rank`, not `local_rank` or `ranks`.
+        lower.match_indices("rank").find_map(|(at, _)| {
+            if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+                return None;
+            }
+            let rest = lower[at + 4..].trim_start_matches([' ', '=', ':', '#']);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
     }
 
     /// Whether the traceback starting at `start` was printed by a logger
@@ -440,6 +507,9 @@ pub(crate) struct Incident<'s> {
     /// Input lines it covers.
     pub location: Location,
     pub rank: Option<u32>,
+    /// The node-local rank and host its stream's label (or its summary entry) names.
+    pub local_rank: Option<u32>,
+    pub host: Option<String>,
     pub exception: Option<String>,
     pub message: Option<String>,
     /// Frames of its traceback chain.
@@ -480,6 +550,8 @@ impl<'s> Stream<'s> {
         Incident {
             location: self.span(first, last),
             rank: self.rank_at(e.first).or_else(|| framed.and_then(|t| self.rank_from_intro(t.start))),
+            local_rank: self.local_at(e.first).0,
+            host: self.local_at(e.first).1,
             exception,
             message: Some(message),
             frames: framed.map(|t| self.chain_frames(t)).unwrap_or_default(),
@@ -541,6 +613,8 @@ impl<'s> Stream<'s> {
         let incident = Incident {
             location: self.span(first, last),
             rank: self.rank_at(first).or_else(|| self.rank_from_intro(tb.start)),
+            local_rank: self.local_at(first).0,
+            host: self.local_at(first).1,
             exception: x.map(|x| x.short_class().to_string()),
             message: x.map(|x| one_line(&x.message)),
             frames: Vec::new(),
@@ -556,7 +630,11 @@ impl<'s> Stream<'s> {
 /// but whitespace, quotes, or an exception class and its colon.
 fn begins_message(hay: &str, start: usize, extra: &[String]) -> bool {
     let line_start = hay[..start].rfind('\n').map_or(0, |p| p + 1);
-    let before = hay[line_start..start].trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'));
+    // A message the user shortened (`RuntimeError: ... To use CUDA with ...`) begins
+    // after the ellipsis.
+    let before = hay[line_start..start]
+        .trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
+        .trim_end_matches(['.', '\u{2026}', ' ']);
     before.is_empty() || raised::class_before(before, extra).is_some()
 }
 
@@ -579,20 +657,37 @@ fn find_either_case(hay: &str, word: &str, either: bool) -> Option<usize> {
     }
 }
 
+/// The frame a pytest footer names: `path.py:77: RuntimeError`.
+fn footer_frame(text: &str, at: usize) -> Option<Frame> {
+    let (head, _) = text.trim_end().rsplit_once(": ")?;
+    let (file, line) = head.rsplit_once(':')?;
+    Some(Frame { file: file.trim().to_string(), line: line.parse().ok(), func: None, code: None, at })
+}
+
+/// Whether two printings of an exception's message are the same message: equal, or one
+/// the other cut short (`... refers to a si...`).
+fn same_message(a: &str, b: &str) -> bool {
+    let cut = |s: &str| s.trim().trim_end_matches("...").trim_end().to_string();
+    let (a, b) = (cut(a), cut(b));
+    !a.is_empty() && !b.is_empty() && (a.starts_with(&b) || b.starts_with(&a))
+}
+
 impl<'s> Stream<'s> {
     /// The incident of an exception shown outside a traceback: its line, and the
     /// frames printed right after it (a message printed before its own traceback).
-    pub(crate) fn loose_incident(&'s self, x: &Loose) -> Incident<'s> {
+    pub(crate) fn loose_incident(&'s self, x: &'s Loose) -> Incident<'s> {
         let tb = self.tracebacks.iter().find(|t| t.exception.is_none() && t.start > x.line && t.start <= x.line + 2);
         let last = tb.map_or(x.line, |t| t.end);
         let l = self.lines[x.line];
         Incident {
             location: self.span(x.line, last),
             rank: self.rank_at(x.line),
+            local_rank: self.local_at(x.line).0,
+            host: self.local_at(x.line).1,
             exception: x.class.clone(),
             message: Some(one_line(&x.message)).filter(|m| !m.is_empty()),
-            frames: tb.map(|t| t.frames.iter().collect()).unwrap_or_default(),
-            user_frame: tb.and_then(|t| t.user_frame()),
+            frames: tb.map(|t| t.frames.iter().collect()).unwrap_or_else(|| x.frame.iter().collect()),
+            user_frame: tb.and_then(|t| t.user_frame()).or(x.frame.as_ref()),
             handled: l.logger && matches!(l.level, Some('E') | Some('W')),
             ts: l.ts,
         }

@@ -683,6 +683,7 @@ impl Pack {
         n.unranked_initiator = f.unranked_initiator.or(n.unranked_initiator.take());
         n.only_echoes = f.only_echoes.or(n.only_echoes.take());
         n.caught_before_echoes = f.caught_before_echoes.or(n.caught_before_echoes.take());
+        n.echoes_without_suspect = f.echoes_without_suspect.or(n.echoes_without_suspect.take());
     }
 
     /// Adds a rule; one with the same id is replaced where it stands. A second fallback

@@ -65,6 +65,10 @@ pub(crate) struct Prefilter {
     needle_alias: Vec<Option<usize>>,
     /// The needles alone, searched overlapping on kept lines.
     needle_ac: AhoCorasick,
+    /// Structural literals then needles, searched overlapping on a line whose anchor
+    /// hits failed (the scan's leftmost-longest match may have hidden one).
+    rescan_ac: AhoCorasick,
+    n_structural: usize,
 }
 
 /// The prefilter with the pack it was built for: the window's [`Trigger`].
@@ -87,7 +91,7 @@ fn scan_automaton(patterns: &[String], kind: AhoCorasickKind) -> AhoCorasick {
 
 impl Prefilter {
     /// Builds the automata for `pack`; `needles` are the texts asked about anywhere.
-    pub(crate) fn new(pack: &Pack, structural: &[&str], needles: Vec<String>) -> Prefilter {
+    pub(crate) fn new(pack: &Pack, structural: &[String], needles: Vec<String>) -> Prefilter {
         let mut patterns: Vec<String> = Vec::new();
         let mut anchored: Vec<Vec<Anchored>> = Vec::new();
         let mut n_first = 0;
@@ -133,7 +137,7 @@ impl Prefilter {
             .build(&patterns)
             .expect("anchors are short literals: the automaton always builds");
         let mut scan: Vec<String> = patterns[..n_first].to_vec();
-        scan.extend(structural.iter().map(|s| s.to_string()));
+        scan.extend(structural.iter().cloned());
         let n_triggers = scan.len();
         scan.extend(needles.iter().cloned());
         let scan_nfa = scan_automaton(&scan, AhoCorasickKind::ContiguousNFA);
@@ -141,6 +145,11 @@ impl Prefilter {
         let needle_ac = AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&needles)
+            .expect("literals: the automaton always builds");
+        let rescan_patterns: Vec<&str> = structural.iter().chain(&needles).map(String::as_str).collect();
+        let rescan_ac = AhoCorasickBuilder::new()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .build(&rescan_patterns)
             .expect("literals: the automaton always builds");
         Prefilter {
             anchors_ac,
@@ -154,6 +163,8 @@ impl Prefilter {
             n_triggers,
             needle_alias,
             needle_ac,
+            rescan_ac,
+            n_structural: structural.len(),
         }
     }
 
@@ -254,5 +265,17 @@ impl Trigger for Scan<'_> {
 
     fn keeps_everything(&self) -> bool {
         !self.prefilter.enabled
+    }
+
+    fn rescan(&self, raw: &[u8], seen: &mut [bool]) -> bool {
+        let pre = self.prefilter;
+        let mut found = false;
+        for m in pre.rescan_ac.find_overlapping_iter(raw) {
+            found = true;
+            if let Some(s) = m.pattern().as_usize().checked_sub(pre.n_structural).and_then(|n| seen.get_mut(n)) {
+                *s = true;
+            }
+        }
+        found
     }
 }

@@ -402,6 +402,10 @@ pub struct NoticesFile {
     /// where it was logged.
     #[serde(default)]
     pub caught_before_echoes: Option<NoticeSpec>,
+    /// Only echoes are present and they point at no rank (every rank that reported was
+    /// waiting): the log cannot tell which rank started it.
+    #[serde(default)]
+    pub echoes_without_suspect: Option<NoticeSpec>,
 }
 
 /// The canonical order of a rule file's top-level keys (`rules fmt`), as the fields of

@@ -40,6 +40,8 @@ pub enum Kind {
     Shape,
     Size,
     Int,
+    /// A size in a shape or message: an integer, or a symbol of a dynamic shape (`s4`).
+    Dim,
     Num,
     Ident,
     Qualname,
@@ -62,13 +64,14 @@ impl Kind {
     }
 
     /// Every kind with its name in the template language.
-    pub const ALL: [(Kind, &'static str); 13] = [
+    pub const ALL: [(Kind, &'static str); 14] = [
         (Kind::Device, "device"),
         (Kind::TensorType, "tensortype"),
         (Kind::Dtype, "dtype"),
         (Kind::Shape, "shape"),
         (Kind::Size, "size"),
         (Kind::Int, "int"),
+        (Kind::Dim, "dim"),
         (Kind::Num, "num"),
         (Kind::Ident, "ident"),
         (Kind::Qualname, "qualname"),
@@ -132,8 +135,13 @@ pub struct Template {
 /// A place among a template's top-level pieces where a match may begin.
 #[derive(Clone, Debug, PartialEq)]
 struct Entry {
-    /// Index in `pieces` of its first piece.
+    /// Index in `pieces` of its first leading word.
     at: usize,
+    /// Index in `pieces` where a match runs from: `at`, or the capture before the
+    /// leading words (`{ident:op} received an invalid combination of arguments`).
+    from: usize,
+    /// The kind of that capture, read backwards from the leading words.
+    lead_capture: Option<Kind>,
     /// Indices in `pieces` of its leading literal words (before the first capture).
     lead: Vec<usize>,
     /// Indices in `lead` of the anchors, the first anchor first.
@@ -153,7 +161,7 @@ impl Entry {
                 _ => break,
             }
         }
-        let mut e = Entry { at, lead, anchors: Vec::new(), live: true };
+        let mut e = Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true };
         let words: Vec<&str> = (0..e.lead.len()).map(|k| e.word(pieces, k)).collect();
         if let Some((first, w)) = longest_word(&words) {
             e.anchors.push(first);
@@ -262,16 +270,30 @@ impl Template {
     /// Compiles template text.
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let pieces = parse_seq(src, src, 0)?;
+        // A name the message begins with (`add_ received an invalid combination ...`)
+        // may be captured before the leading words: it is read backwards from them.
+        let lead_capture = match (pieces.first(), pieces.get(1), pieces.get(2)) {
+            (Some(Piece::Capture { kind, list: false, .. }), Some(Piece::Space), Some(Piece::Lit(l)))
+                if matches!(kind, Kind::Ident | Kind::Qualname | Kind::Word) && l.chars().count() >= 3 =>
+            {
+                Some(*kind)
+            }
+            _ => None,
+        };
         match pieces.first() {
             Some(Piece::Lit(l)) if l.chars().count() >= 3 => {}
+            _ if lead_capture.is_some() => {}
             _ => {
                 return Err(TemplateError {
                     offset: 0,
-                    message: "a template must start with at least 3 characters of literal text (its first word is the prefilter anchor)".into(),
+                    message: "a template must start with at least 3 characters of literal text (its first word is the prefilter anchor), or with one `{ident:..}`, `{qualname:..}` or `{word:..}` capture, a space and such text".into(),
                 })
             }
         }
-        let mut entries = vec![Entry::new(&pieces, 0)];
+        let mut first = Entry::new(&pieces, if lead_capture.is_some() { 2 } else { 0 });
+        first.from = 0;
+        first.lead_capture = lead_capture;
+        let mut entries = vec![first];
         // A later sentence (`... subprocess. To use CUDA with multiprocessing, ...`) is an
         // entry when its leading words alone are distinctive.
         for k in 2..pieces.len() {
@@ -325,11 +347,6 @@ impl Template {
     /// first sentence is still recognised.
     pub fn entries(&self) -> Vec<String> {
         (0..self.entries.len()).map(|e| self.lead_text_of(e)).collect()
-    }
-
-    /// The texts of the entries matches may begin at (the template's start first).
-    pub fn live_entries(&self) -> Vec<String> {
-        (0..self.entries.len()).filter(|&e| self.entries[e].live).map(|e| self.lead_text_of(e)).collect()
     }
 
     /// Turns each later entry on where `keep(lead_text)` holds and off elsewhere (the
@@ -456,7 +473,28 @@ impl Template {
                 return WalkBack::Mismatch;
             }
         }
-        WalkBack::Start(pos)
+        // The capture before the leading words: whitespace, then the name.
+        let Some(kind) = self.entries[entry].lead_capture else { return WalkBack::Start(pos) };
+        let mut p = pos;
+        while p > 0 && matches!(b[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        if p == pos {
+            return if p == 0 { WalkBack::RanOut } else { WalkBack::Mismatch };
+        }
+        let name = |c: u8| match kind {
+            Kind::Ident => c.is_ascii_alphanumeric() || c == b'_',
+            Kind::Qualname => c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':'),
+            _ => !c.is_ascii_whitespace(),
+        };
+        let end = p;
+        while p > 0 && name(b[p - 1]) && end - p < 128 {
+            p -= 1;
+        }
+        if p == end {
+            return if p == 0 { WalkBack::RanOut } else { WalkBack::Mismatch };
+        }
+        WalkBack::Start(p)
     }
 
     /// Finds the first full match (from the template's start) at or after `from`,
@@ -516,7 +554,7 @@ impl Template {
             return false;
         }
         let mut m = Matcher::new(hay, start, true);
-        let cont = Cont { seq: &self.pieces[e.at..], next: None };
+        let cont = Cont { seq: &self.pieces[e.from..], next: None };
         m.run(&cont, start).is_some()
     }
 
@@ -542,7 +580,7 @@ impl Template {
         let e = &self.entries[entry];
         let cut = &hay[..line_end];
         let mut m = Matcher::new(cut, start, true);
-        let cont = Cont { seq: &self.pieces[e.at..], next: None };
+        let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let end = m.run(&cont, start)?;
         if m.lit < MIN_TRUNCATED_LITERAL.max(e.lead_len(&self.pieces).min(TRUNCATED_HEAD)) {
             return None;
@@ -569,7 +607,7 @@ impl Template {
             return Err(None);
         }
         let mut m = Matcher::new(hay, start, false);
-        let cont = Cont { seq: &self.pieces[e.at..], next: None };
+        let cont = Cont { seq: &self.pieces[e.from..], next: None };
         match m.run(&cont, start) {
             Some(end) => Ok(Match {
                 start,
@@ -977,7 +1015,10 @@ impl<'h> Matcher<'h> {
             if t.is_empty() {
                 continue;
             }
-            self.caps.push(Capture::new(name, list, Value::String(t.to_string())));
+            // An `any` capture crosses lines: its value is one line of text.
+            let value =
+                if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
+            self.caps.push(Capture::new(name, list, Value::String(value)));
             if let Some(r) = self.run(next, pos + e) {
                 return Some(r);
             }
@@ -993,7 +1034,7 @@ impl<'h> Matcher<'h> {
     fn atom(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
         // Only numbers and devices are read through wraps: a word or path at a line's
         // end is far more often followed by a real next line than by its own tail.
-        let numeric = matches!(kind, Kind::Int | Kind::Num | Kind::Shape | Kind::Size | Kind::Device);
+        let numeric = matches!(kind, Kind::Int | Kind::Dim | Kind::Num | Kind::Shape | Kind::Size | Kind::Device);
         let owned;
         let (s, orig): (&str, Option<&[usize]>) = if numeric {
             let end = floor_boundary(self.hay, (pos + DEWRAP_MAX).min(self.hay.len()));
@@ -1018,6 +1059,7 @@ impl<'h> Matcher<'h> {
             let parsed = match kind {
                 Kind::Shape => atoms::shape(s).is_ok(),
                 Kind::Int => atoms::int(s).is_ok(),
+                Kind::Dim => atoms::dim(s).is_ok(),
                 Kind::Num => atoms::num(s).is_ok(),
                 Kind::Size => atoms::size(s).is_ok(),
                 _ => true,
@@ -1071,6 +1113,10 @@ fn parse_atom(kind: Kind, s: &str) -> Option<(&str, Value, Option<Value>)> {
         Kind::Int => {
             let (r, v) = atoms::int(s).ok()?;
             (r, Value::from(v), None)
+        }
+        Kind::Dim => {
+            let (r, d) = atoms::dim(s).ok()?;
+            (r, atoms::dims_value(&[d]).as_array().and_then(|a| a.first().cloned()).unwrap_or(Value::Null), None)
         }
         Kind::Num => text(atoms::num(s).ok()?),
         Kind::Ident => text(atoms::ident(s).ok()?),
@@ -1546,6 +1592,18 @@ mod tests {
         .unwrap();
         let c = caps(&t.source, "CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[1024, 2], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda))");
         assert_eq!(c[2], ("shape".into(), serde_json::json!([1024, 2])));
+    }
+
+    #[test]
+    fn a_name_before_the_leading_words() {
+        let t =
+            Template::parse("{ident:op} received an invalid combination of arguments - got ({text:got}), but").unwrap();
+        let hay = "TypeError: add_ received an invalid combination of arguments - got (float, torch.cuda.FloatTensor), but expected";
+        let m = t.find(hay, 0).unwrap();
+        assert_eq!(m.start, 11);
+        assert_eq!(m.captures[0].value, Value::from("add_"));
+        assert!(Template::parse("{int:n} received").is_err());
+        assert!(Template::parse("{ident:op}received").is_err());
     }
 
     #[test]
