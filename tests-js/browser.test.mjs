@@ -10,11 +10,18 @@
 //  - drops a large log, which must go through the Web Worker with progress shown;
 //  - lists the rule catalog, loads an extra rule pack (and shows a broken one's error);
 //  - checks that no request leaves 127.0.0.1 (during or after load), with no page errors;
-//  - saves screenshots to target/screenshot.png (and target/screenshot-ranks.png).
+//  - saves screenshots to target/screenshot.png (and target/screenshot-ranks.png);
+//  - stops its server after load, then diagnoses a 1.5 MB file in the worker (twice: a
+//    Cancel replaces the worker), with no request at all;
+//  - at 1280 and 390 px wide: no chip or evidence box overflows its card, evidence values
+//    get at least 40% of the card, the result scrolls into view, a large file's displayed
+//    part is named, seven-digit line numbers clear the hit marker and the text; screenshots
+//    go to $TORCHDX_SCREENSHOTS (default: a new folder under the temp dir, printed).
 
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, extname, join, normalize, resolve, sep } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -58,6 +65,13 @@ function serve(dir) {
   return new Promise((ok) => server.listen(0, "127.0.0.1", () => ok(server)));
 }
 
+/** Stops `server` for good: open keep-alive connections too. */
+async function stop(server) {
+  const closed = new Promise((ok) => server.close(ok));
+  server.closeAllConnections();
+  await closed;
+}
+
 let server;
 let browser;
 let base;
@@ -88,8 +102,8 @@ after(async () => {
 });
 
 /** A fresh page with the app loaded, recording every request and every error. */
-async function openPage() {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+async function openPage({ url = base, width = 1440, height = 1000 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
   const requests = [];
   const errors = [];
   // The context sees the page's and its worker's requests; the page listener is the
@@ -101,7 +115,7 @@ async function openPage() {
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(`console.error: ${m.text()}`);
   });
-  await page.goto(`${base}/index.html`);
+  await page.goto(`${url}/index.html`);
   await page.waitForSelector("body[data-ready='1']", { timeout: 30_000 });
   const loaded = requests.length;
   return {
@@ -300,4 +314,222 @@ describe("torchdx page in Chromium", () => {
     assert.deepEqual(s.errors, []);
     await s.close();
   });
+});
+
+// ---------------------------------------------------------------- the page keeps its promise
+
+const SHOTS = process.env.TORCHDX_SCREENSHOTS || mkdtempSync(join(tmpdir(), "torchdx-page-"));
+mkdirSync(SHOTS, { recursive: true });
+
+/** A training run's output of about `bytes`, then `failure` (a log's own lines). */
+function trainingLog(bytes, failure) {
+  const out = [];
+  let size = 0;
+  for (let step = 0; size < bytes; step++) {
+    const line =
+      step % 500 === 0
+        ? `Epoch ${step / 500 + 1}/200`
+        : `[2024-11-29 10:${String(Math.floor(step / 600) % 60).padStart(2, "0")}:${String(step % 60).padStart(2, "0")}] step ${step} loss ${(2.3 - step / 1e5).toFixed(4)} lr 3.0e-04 grad_norm 0.84 throughput 1843.2 samples/s`;
+    out.push(line);
+    size += line.length + 1;
+  }
+  return out.join("\n") + "\n" + failure;
+}
+
+/** The report as the page shows it in its raw JSON. */
+async function shownReport(page) {
+  return JSON.parse(await page.textContent(".raw-json pre"));
+}
+
+/** Clears the page and pastes `text`; resolves when the result is shown. */
+async function pasteAndWait(page, text) {
+  await page.click("#clear");
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await paste(page, text);
+  await page.waitForSelector("#result[data-state='done']", { timeout: 60_000 });
+}
+
+/**
+ * Layout problems of the shown result, as text (none: []). Opens every folded finding
+ * first, so that their bodies are measured too. Checks that every chip, badge, meta item
+ * and evidence element lies inside its card (elements inside a scrolling box, the log
+ * excerpt and code blocks, are allowed to scroll), that the page has no horizontal
+ * scroll, that each evidence value is at least `minValueShare` of its card's width, and
+ * that line numbers keep 6 px from the row's hit marker and from the line's text.
+ */
+function layoutProblems(page, { minValueShare }) {
+  return page.evaluate((minValueShare) => {
+    for (const d of document.querySelectorAll("#result details")) d.open = true;
+    const problems = [];
+    const px = (n) => Math.round(n);
+    const describe = (el) => `${el.tagName.toLowerCase()}.${[...el.classList].join(".")} "${el.textContent.trim().slice(0, 40)}"`;
+    if (document.documentElement.scrollWidth > window.innerWidth) {
+      problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px wide in ${window.innerWidth}`);
+    }
+    const result = document.querySelector("#result");
+    const items = ".chip, .stat, .rank-badge, .rank-chip, .eyebrow > *, .meta > *, .culprit-meta > *, .evidence dt, .evidence dd, .evidence code, .finding code, .headline";
+    let checked = 0;
+    for (const el of result.querySelectorAll(items)) {
+      if (el.closest(".excerpt, pre")) continue;
+      const r = el.getBoundingClientRect();
+      if (!r.width && !r.height) continue;
+      const card = el.closest(".card, .timeline") || result;
+      const c = card.getBoundingClientRect();
+      checked++;
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.top < c.top - 0.5 || r.bottom > c.bottom + 0.5) {
+        problems.push(`${describe(el)} [${px(r.left)}, ${px(r.right)}] outside its card [${px(c.left)}, ${px(c.right)}]`);
+      }
+      const style = getComputedStyle(el);
+      if (style.display !== "inline" && el.scrollWidth > el.clientWidth + 1) {
+        problems.push(`${describe(el)}: its text overflows it (${el.scrollWidth} px in ${el.clientWidth})`);
+      }
+    }
+    if (!checked) problems.push("nothing measured");
+    for (const dd of result.querySelectorAll(".evidence dd")) {
+      const card = dd.closest(".card").getBoundingClientRect();
+      const share = dd.getBoundingClientRect().width / card.width;
+      if (share < minValueShare) {
+        problems.push(`evidence value ${describe(dd)} is ${px(dd.getBoundingClientRect().width)} px, ${(100 * share).toFixed(0)}% of its card`);
+      }
+    }
+    for (const row of result.querySelectorAll(".excerpt .ln:not(.gap)")) {
+      const no = row.querySelector(".no");
+      const range = document.createRange();
+      range.selectNodeContents(no);
+      const digits = range.getBoundingClientRect();
+      const rowBox = row.getBoundingClientRect();
+      const text = row.querySelector(".tx").getBoundingClientRect();
+      if (digits.left - rowBox.left < 6 || text.left - digits.right < 6) {
+        problems.push(`line number ${no.textContent}: ${px(digits.left - rowBox.left)} px from the marker, ${px(text.left - digits.right)} px from the text`);
+      }
+    }
+    return problems;
+  }, minValueShare);
+}
+
+describe("the page keeps its promise", () => {
+  test("offline: the server stops after load, then a 1.5 MB file is diagnosed in the worker", { timeout: 120_000 }, async () => {
+    const own = await serve(www);
+    const url = `http://127.0.0.1:${own.address().port}`;
+    const s = await openPage({ url });
+    const { page } = s;
+    await stop(own);
+    await assert.rejects(fetch(`${url}/index.html`), "the server is gone");
+
+    const device = readFileSync(join(fixtures, "device-mismatch.log"), "utf8");
+    const big = trainingLog(1.5 * 1024 * 1024, device);
+    assert.ok(big.length > 1.5 * 1024 * 1024);
+    await dropFile(page, "big-run.log", big);
+    await page.waitForSelector("#result[data-state='done'], #result[data-state='error']", { timeout: 60_000 });
+    assert.equal(await page.getAttribute("#result", "data-state"), "done", await page.textContent("#result"));
+    assert.equal(await page.getAttribute("#result", "data-via"), "worker");
+    let report = await shownReport(page);
+    assert.equal(report.findings[report.initiating].family, "device-mismatch");
+    assert.equal(report.input.lines, big.split("\n").length - 1);
+    assert.match(await page.innerText("#culprit"), /\blabels\b/);
+
+    // Cancel ends the worker (a diagnosis cannot be interrupted otherwise); the next
+    // large file needs a new one, started without the server too.
+    await page.evaluate(() => {
+      const progress = document.querySelector("#progress");
+      const observer = new MutationObserver(() => {
+        if (!progress.hidden && progress.dataset.phase === "diagnose") {
+          observer.disconnect();
+          document.querySelector("#cancel").click();
+        }
+      });
+      observer.observe(progress, { attributes: true, attributeFilter: ["data-phase", "hidden"] });
+    });
+    await dropFile(page, "big-run-2.log", big);
+    await page.waitForFunction(() => /Diagnosis cancelled/.test(document.querySelector("#result").textContent), null, { timeout: 60_000 });
+    await dropFile(page, "big-run-3.log", big);
+    await page.waitForSelector("#result[data-state='done'], #result[data-state='error']", { timeout: 60_000 });
+    assert.equal(await page.getAttribute("#result", "data-state"), "done", await page.textContent("#result"));
+    assert.equal(await page.getAttribute("#result", "data-via"), "worker");
+    report = await shownReport(page);
+    assert.equal(report.findings[report.initiating].family, "device-mismatch");
+
+    await page.screenshot({ path: join(SHOTS, "offline.png"), fullPage: true });
+    // After load the page asked for nothing but the worker's scripts it had made itself.
+    assert.deepEqual(s.laterRequests().filter((u) => !u.startsWith("blob:")), []);
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  for (const [name, width, height] of [
+    ["desktop", 1280, 800],
+    ["mobile", 390, 844],
+  ]) {
+    test(`layout at ${width} px (${name}): cards hold their chips, evidence has room, the result is in view`, { timeout: 180_000 }, async (t) => {
+      const s = await openPage({ width, height });
+      const { page } = s;
+
+      // A multi-rank result: timeline, rank badges, collateral findings.
+      await pasteAndWait(page, readFileSync(join(fixtures, "multi-rank.log"), "utf8"));
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}-ranks.png`), fullPage: true });
+      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "multi-rank result");
+
+      // A device mismatch: a long message in the evidence.
+      await pasteAndWait(page, readFileSync(join(fixtures, "device-mismatch.log"), "utf8"));
+      // The result is in view (scrolled to, on one column), and not under the input panel.
+      await page.waitForFunction(() => {
+        const top = document.querySelector("#result").getBoundingClientRect().top;
+        return top > -2 && top < window.innerHeight / 2;
+      }, null, { timeout: 5_000 });
+      const covered = await page.evaluate(async () => {
+        const hit = () => {
+          const box = document.querySelector("#headline").getBoundingClientRect();
+          const el = document.elementFromPoint(Math.min(box.left + 20, window.innerWidth - 1), box.top + box.height / 2);
+          return el && el.closest("#result") ? null : `${el && el.outerHTML.slice(0, 80)}`;
+        };
+        const first = hit();
+        // Scrolled further down, the input does not follow and cover the result.
+        window.scrollBy(0, 400);
+        await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+        const el = document.elementFromPoint(window.innerWidth / 2, 120);
+        const later = el && el.closest("#result") ? null : `${el && el.outerHTML.slice(0, 80)}`;
+        window.scrollBy(0, -400);
+        return [first, later].filter(Boolean);
+      });
+      assert.deepEqual(covered, [], "what is on top of the result");
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+      const evidence = await page.$$eval(".finding.primary .evidence dd", (dds) => dds.length);
+      assert.ok(evidence >= 3, `${evidence} evidence values`);
+      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "device-mismatch result");
+
+      // A large file whose failure is past line 1,000,000: the box names the part it
+      // shows (the end: the last MB, and of so many short lines only the last ones), and
+      // seven-digit line numbers fit their column.
+      const blank = "\n".repeat(1_000_000);
+      const device = readFileSync(join(fixtures, "device-mismatch.log"), "utf8");
+      const long = trainingLog(100_000, "") + blank + device;
+      assert.ok(long.length > 1024 * 1024);
+      const lines = long.split("\n");
+      lines.pop(); // the final newline ends the last line
+      await page.click("#clear");
+      await dropFile(page, "long-run.log", long);
+      await page.waitForSelector("#result[data-state='done']", { timeout: 60_000 });
+      const note = await page.waitForSelector("#file-note:not([hidden])");
+      await page.waitForFunction(() => / of [\d,]+/.test(document.querySelector("#file-note").textContent));
+      const m = /lines ([\d,]+)–([\d,]+) of ([\d,]+)/.exec(await note.textContent());
+      assert.ok(m, `file note: ${await note.textContent()}`);
+      const [first, last, total] = m.slice(1).map((n) => Number(n.replace(/,/g, "")));
+      assert.equal(total, lines.length);
+      assert.equal(last, total);
+      const shown = await page.inputValue("#log");
+      assert.ok(first > 1 && shown.length > 0 && shown.length <= 1024 * 1024, `${shown.length} characters shown, from line ${first}`);
+      assert.equal(shown, lines.slice(first - 1).join("\n") + "\n", `the box shows lines ${first}–${last}`);
+      assert.ok(await page.$eval("#log", (el) => el.readOnly), "the part shown is read-only");
+      const numbers = await page.$$eval(".finding.primary .excerpt .ln .no", (els) => els.map((e) => e.textContent));
+      assert.ok(numbers.some((n) => n.length === 7), `line numbers: ${numbers.join(" ")}`);
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}-large.png`), fullPage: true });
+      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "large-file result");
+
+      t.diagnostic(`screenshots in ${SHOTS}`);
+      assertLocalOnly(s.requests);
+      assert.deepEqual(s.errors, []);
+      await s.close();
+    });
+  }
 });

@@ -6,13 +6,27 @@ import { test } from "node:test";
 import { initSync } from "../wasm/www/pkg/torchdx_wasm.js";
 
 initSync({ module: readFileSync(new URL("../wasm/www/pkg/torchdx_wasm_bg.wasm", import.meta.url)) });
-const { displayLine, excerpts, splitLines } = await import("../wasm/www/logview.js");
+const { displayLine, excerpts, lastLinesStart, splitLines } = await import("../wasm/www/logview.js");
 
 test("splitLines numbers lines as the engine does", () => {
   assert.deepEqual(splitLines(""), []);
   assert.deepEqual(splitLines("a\nb\n"), ["a", "b"]);
   assert.deepEqual(splitLines("a\r\nb"), ["a\r", "b"]);
   assert.deepEqual(splitLines("a\n\n"), ["a", ""]);
+});
+
+test("lastLinesStart finds where the last n lines begin", () => {
+  const tail = (text, n) => text.slice(lastLinesStart(text, n));
+  assert.equal(tail("a\nb\nc\n", 2), "b\nc\n");
+  assert.equal(tail("a\nb\nc", 2), "b\nc");
+  assert.equal(tail("a\nb\nc\n", 3), "a\nb\nc\n");
+  assert.equal(tail("a\nb\nc\n", 9), "a\nb\nc\n");
+  assert.equal(tail("\nb\n", 1), "b\n");
+  assert.equal(tail("\nb\n", 2), "\nb\n");
+  assert.equal(tail("", 1), "");
+  // As many lines as splitLines counts.
+  const text = "x\n".repeat(50) + "\n\ny";
+  assert.equal(splitLines(tail(text, 7)).length, 7);
 });
 
 test("displayLine shows what a terminal shows", () => {

@@ -151,6 +151,10 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         .filter(|p| p.join("truth.toml").is_file())
         .collect();
     cases.sort();
+    if cases.is_empty() {
+        // Scores over zero cases would print 0.00 everywhere and look like a broken engine.
+        return Err(Fail(format!("{}: no case folders (CASE/log.txt + CASE/truth.toml) to score", dir.display())));
+    }
     let mut tot: BTreeMap<&str, [u32; 2]> = METRICS.iter().map(|m| (*m, [0, 0])).collect();
     let mut per_family: BTreeMap<String, [u32; 2]> = BTreeMap::new();
     let mut per_field: BTreeMap<String, [u32; 2]> = BTreeMap::new();
@@ -216,7 +220,13 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         if let Some(kind) = kind.filter(|k| CULPRIT_KINDS.contains(k) && (conf == "confirmed" || conf == "likely")) {
             bump(&mut tot, "culprit", 1);
             let got = p.and_then(|f| f.culprit.as_ref()).map(|c| c.kind.as_str());
-            if got == Some(kind) {
+            // `culprit_kind_also`: other contract kinds that name the same tensor
+            let also = |g: &str| {
+                tr.and_then(|t| t.get("culprit_kind_also"))
+                    .and_then(|v| v.as_array())
+                    .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(g)))
+            };
+            if got == Some(kind) || got.is_some_and(also) {
                 bump(&mut tot, "culprit", 0);
             } else {
                 fails.push(format!("culprit_kind: want {kind} got {got:?}"));

@@ -183,6 +183,33 @@ fn eval_agrees_with_the_shared_scorer() {
     assert_eq!(ours, theirs);
 }
 
+/// The pasted-log fixtures (one damage or wording class per group): their floor only
+/// moves up.
+#[test]
+fn pasted_fixtures_meet_their_floor() {
+    let json = std::env::temp_dir().join(format!("torchdx-pasted-{}.json", std::process::id()));
+    let o = run(&["eval", "tests/fixtures/pasted", "--json", json.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    let _ = std::fs::remove_file(&json);
+    let floor = [("family", 1.0), ("fields", 1.0), ("culprit", 0.85), ("rank", 1.0), ("cases", 0.95)];
+    for (metric, min) in floor {
+        let got = v["ratio"][metric].as_f64().unwrap_or(-1.0);
+        assert!(got >= min, "{metric}: {got} < {min}\n{}", stdout(&o));
+    }
+    assert_eq!(v["certain_wrong"], 0, "{}", stdout(&o));
+}
+
+#[test]
+fn eval_of_a_folder_without_cases_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("torchdx-eval-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = run(&["eval", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no case folders"), "{:?}", o);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn hazard_fixtures_are_all_diagnosed() {
     let o = run(&["eval", "tests/fixtures/hazards", "--verbose"]);

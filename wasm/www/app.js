@@ -2,6 +2,7 @@
 // Everything is built with DOM calls; log text never goes through innerHTML.
 
 import { Engine, WORKER_THRESHOLD } from "./engine.js";
+import { lastLinesStart, splitLines } from "./logview.js";
 import { SAMPLES } from "./samples.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -10,6 +11,7 @@ const els = {
   run: $("#run"),
   stats: $("#input-stats"),
   dropzone: $("#dropzone"),
+  fileNote: $("#file-note"),
   fileInput: $("#file-input"),
   progress: $("#progress"),
   progressFill: $("#progress .fill"),
@@ -27,11 +29,14 @@ const els = {
   ruleDetail: $("#rule-detail"),
 };
 
-/** Files at most this large are also shown in the text box. */
+/** Files at most this large (and long) are shown whole in the text box; of a larger
+ *  one, its end. A text box of 200,000 lines takes seconds to lay out. */
 const SHOW_FILE_LIMIT = 1024 * 1024;
+const SHOW_LINE_LIMIT = 20_000;
 
 let engine = null;
-/** The input to diagnose: `{ text }` or `{ file }`. */
+/** The input to diagnose: `{ text }` or `{ file }`; a file shown in part has `shown`
+ *  (`{ lines, bytes }`: the end of the file in the text box). */
 let current = { text: "" };
 let runSeq = 0;
 
@@ -191,9 +196,24 @@ function inline(text) {
 
 function setInputText(text) {
   els.log.value = text;
+  els.log.readOnly = false;
   current = { text };
-  els.dropzone.classList.remove("has-file");
+  setFileNote(null);
   updateStats();
+}
+
+/** The note above the text box saying which part of a large file it shows. */
+function setFileNote(text) {
+  els.fileNote.hidden = !text;
+  els.fileNote.textContent = text || "";
+}
+
+/** `total`: the file's line count, once the engine has read it. */
+function partNote(file, shown, total) {
+  const part = total
+    ? `lines ${(total - shown.lines + 1).toLocaleString("en")}–${total.toLocaleString("en")} of ${total.toLocaleString("en")}, its last ${formatBytes(shown.bytes)}`
+    : `its last ${formatBytes(shown.bytes)}`;
+  return `${file.name} is ${formatBytes(file.size)}: the box shows ${part} (read-only). The whole file is diagnosed.`;
 }
 
 function updateStats() {
@@ -218,29 +238,42 @@ els.log.addEventListener("paste", (event) => {
   const text = event.clipboardData && event.clipboardData.getData("text/plain");
   if (!text) return;
   event.preventDefault();
+  // Into the end of a large file (read-only): the paste replaces it.
+  if (els.log.readOnly) els.log.value = "";
   insertAtCursor(els.log, text);
-  current = { text: els.log.value };
-  els.dropzone.classList.remove("has-file");
-  updateStats();
+  setInputText(els.log.value);
   run();
 });
 
 let typingTimer = 0;
 els.log.addEventListener("input", () => {
   current = { text: els.log.value };
-  els.dropzone.classList.remove("has-file");
+  setFileNote(null);
   updateStats();
   clearTimeout(typingTimer);
   typingTimer = setTimeout(() => {
-    if (els.log.value.trim()) run();
+    if (els.log.value.trim()) run({ reveal: false });
   }, 600);
 });
 
 async function openFile(file) {
-  current = { file };
-  els.dropzone.classList.toggle("has-file", file.size > SHOW_FILE_LIMIT);
-  els.dropzone.dataset.file = `${file.name} · ${formatBytes(file.size)} · shown here only up to ${formatBytes(SHOW_FILE_LIMIT)}`;
-  els.log.value = file.size <= SHOW_FILE_LIMIT ? await file.text() : "";
+  const input = { file };
+  current = input;
+  let whole = file.size <= SHOW_FILE_LIMIT;
+  // Of a large file, the end (where a failure is), from the start of a line.
+  let text = await (whole ? file : file.slice(file.size - SHOW_FILE_LIMIT)).text();
+  if (!whole) text = text.slice(text.indexOf("\n") + 1);
+  const cut = lastLinesStart(text, SHOW_LINE_LIMIT);
+  if (cut > 0) {
+    text = text.slice(cut);
+    whole = false;
+  }
+  if (current !== input) return; // another input came meanwhile
+  els.log.value = text;
+  els.log.readOnly = !whole;
+  els.log.scrollTop = 0;
+  if (!whole) input.shown = { lines: splitLines(text).length, bytes: new Blob([text]).size };
+  setFileNote(whole ? null : partNote(file, input.shown));
   updateStats();
   run();
 }
@@ -338,8 +371,11 @@ function hideProgress() {
 
 // ------------------------------------------------------------------ running
 
-async function run() {
+/** Diagnoses the current input; `reveal`: then scroll the result into view (not while
+ *  the user types). */
+async function run({ reveal = true } = {}) {
   if (!engine) return;
+  const from = current;
   const input = current.file ? { file: current.file } : { text: els.log.value };
   if (!input.file && !input.text.trim()) {
     showEmpty();
@@ -357,16 +393,29 @@ async function run() {
     });
     if (seq !== runSeq) return;
     renderResult(result, input.file ? input.file.name : null);
+    if (from.shown && current === from) setFileNote(partNote(from.file, from.shown, result.lineCount));
+    if (reveal) revealResult();
   } catch (e) {
     if (seq !== runSeq) return;
     if (e.cancelled) showEmpty("Diagnosis cancelled.");
-    else showError(e);
+    else {
+      showError(e);
+      if (reveal) revealResult();
+    }
   } finally {
     if (seq === runSeq) {
       hideProgress();
       updateStats();
     }
   }
+}
+
+/** Scrolls to the result when it is not in sight (below the input, on a narrow screen). */
+function revealResult() {
+  const top = els.result.getBoundingClientRect().top;
+  if (top >= 0 && top < window.innerHeight / 2) return;
+  const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  els.result.scrollIntoView({ block: "start", behavior: smooth ? "smooth" : "auto" });
 }
 
 function showEmpty(note) {
@@ -641,11 +690,15 @@ function logExcerpt(excerpt, f, index) {
     );
   });
   const loc = f.location;
+  const box = h("div", { class: "excerpt", role: "region", "aria-label": "Log lines of this finding", tabindex: "0" }, rows);
+  // The number column fits the longest number shown (set through CSSOM: the CSP refuses
+  // style attributes).
+  box.style.setProperty("--digits", String(Math.max(...excerpt.rows.map((r) => (r.gap ? 1 : String(r.n).length)))));
   return h(
     "section",
     { class: "log", id: `finding-${index}-log` },
     h("h3", {}, "In the log", h("span", { class: "muted" }, loc.end_line !== loc.line ? ` · lines ${loc.line}–${loc.end_line}` : ` · line ${loc.line}`)),
-    h("div", { class: "excerpt", role: "region", "aria-label": "Log lines of this finding", tabindex: "0" }, rows),
+    box,
   );
 }
 
@@ -860,7 +913,7 @@ async function start() {
   showEmpty();
   document.body.dataset.ready = "1";
   updateStats();
-  if (els.log.value.trim()) run();
+  if (els.log.value.trim()) run({ reveal: false });
   // Compile the built-in rule pack while the user is still reading, so that the first
   // diagnosis does not pay for it.
   const warm = () => {

@@ -25,6 +25,17 @@ export function splitLines(text) {
   return lines;
 }
 
+/** Where the last `n` lines of `text` start (0 when it has no more than `n`). */
+export function lastLinesStart(text, n) {
+  let at = text.endsWith("\n") ? text.length - 1 : text.length;
+  for (let i = 0; i < n; i++) {
+    if (at <= 0) return 0;
+    at = text.lastIndexOf("\n", at - 1);
+    if (at < 0) return 0;
+  }
+  return at + 1;
+}
+
 /**
  * The lines to show for each finding: its location with `context` lines around it. A
  * location longer than `fullUpTo` lines keeps its first and last lines and its key lines

@@ -1,5 +1,8 @@
 // Diagnoses large inputs off the main thread, reporting progress.
 //
+// Started from a blob: URL that engine.js makes at page load from this file and the
+// modules it imports, rewriting their specifiers: keep imports static and relative.
+//
 // Messages in:  { type: "init", module }                      (a compiled WebAssembly.Module)
 //               { type: "diagnose", id, file?, text?, options }
 // Messages out: { type: "ready" }
