@@ -459,6 +459,7 @@ describe("the page keeps its promise", () => {
 
   for (const [name, width, height] of [
     ["desktop", 1280, 800],
+    ["wide", 1440, 900], // here the evidence once shared the card's width with the prose
     ["mobile", 390, 844],
   ]) {
     test(`layout at ${width} px (${name}): cards hold their chips, evidence has room, the result is in view`, { timeout: 180_000 }, async (t) => {
@@ -467,8 +468,10 @@ describe("the page keeps its promise", () => {
 
       // A multi-rank result: timeline, rank badges, collateral findings.
       await pasteAndWait(page, readFileSync(join(fixtures, "multi-rank.log"), "utf8"));
+      // Measured, then shot (with every finding open, as measured; on failure too).
+      let problems = await layoutProblems(page, { minValueShare: 0.4 });
       await page.screenshot({ path: join(SHOTS, `${name}-${width}-ranks.png`), fullPage: true });
-      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "multi-rank result");
+      assert.deepEqual(problems, [], "multi-rank result");
 
       // A device mismatch: a long message in the evidence.
       await pasteAndWait(page, readFileSync(join(fixtures, "device-mismatch.log"), "utf8"));
@@ -493,10 +496,11 @@ describe("the page keeps its promise", () => {
         return [first, later].filter(Boolean);
       });
       assert.deepEqual(covered, [], "what is on top of the result");
-      await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
       const evidence = await page.$$eval(".finding.primary .evidence dd", (dds) => dds.length);
       assert.ok(evidence >= 3, `${evidence} evidence values`);
-      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "device-mismatch result");
+      problems = await layoutProblems(page, { minValueShare: 0.4 });
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+      assert.deepEqual(problems, [], "device-mismatch result");
 
       // A large file whose failure is past line 1,000,000: the box names the part it
       // shows (the end: the last MB, and of so many short lines only the last ones), and
@@ -523,8 +527,9 @@ describe("the page keeps its promise", () => {
       assert.ok(await page.$eval("#log", (el) => el.readOnly), "the part shown is read-only");
       const numbers = await page.$$eval(".finding.primary .excerpt .ln .no", (els) => els.map((e) => e.textContent));
       assert.ok(numbers.some((n) => n.length === 7), `line numbers: ${numbers.join(" ")}`);
+      problems = await layoutProblems(page, { minValueShare: 0.4 });
       await page.screenshot({ path: join(SHOTS, `${name}-${width}-large.png`), fullPage: true });
-      assert.deepEqual(await layoutProblems(page, { minValueShare: 0.4 }), [], "large-file result");
+      assert.deepEqual(problems, [], "large-file result");
 
       t.diagnostic(`screenshots in ${SHOTS}`);
       assertLocalOnly(s.requests);

@@ -1,10 +1,10 @@
 //! `torchdx eval DIR`: scores the engine on a corpus of `CASE/log.txt` + `CASE/truth.toml`
 //! with the same metrics and rules as `shared/eval/score.py`, so the two agree.
 
+use crate::ExitCode;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::ExitCode;
 
 use serde_json::{json, Value};
 use torchdx_core::{Engine, Finding};

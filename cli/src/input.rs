@@ -38,16 +38,32 @@ struct Member {
 /// Opens a file for reading, decompressing `.gz` and `.zst` by their magic bytes (a
 /// renamed file is still read right).
 pub fn open(path: &Path) -> io::Result<Box<dyn Read + Send>> {
-    let mut f = BufReader::with_capacity(CHUNK, fs::File::open(path)?);
-    let head = f.fill_buf()?;
+    decompressed(BufReader::with_capacity(CHUNK, fs::File::open(path)?))
+}
+
+/// A reader of `r`'s bytes, gzip and zstd decompressed by their magic bytes, other
+/// bytes as they are.
+pub fn decompressed<'a, R: BufRead + Send + 'a>(mut r: R) -> io::Result<Box<dyn Read + Send + 'a>> {
+    let head = r.fill_buf()?;
     if head.starts_with(&[0x1f, 0x8b]) {
-        return Ok(Box::new(flate2::bufread::MultiGzDecoder::new(f)));
+        return Ok(Box::new(flate2::bufread::MultiGzDecoder::new(r)));
     }
     if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        let d = ruzstd::decoding::StreamingDecoder::new(f).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let d = ruzstd::StreamingDecoder::new(r).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         return Ok(Box::new(d));
     }
-    Ok(Box::new(f))
+    Ok(Box::new(r))
+}
+
+/// Diagnoses a log held in memory, decompressing gzip or zstd bytes first.
+pub fn diagnose_bytes(engine: &Engine, bytes: &[u8]) -> Result<Report, String> {
+    if !(bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])) {
+        return Ok(engine.diagnose_bytes(bytes));
+    }
+    let mut r = decompressed(bytes).map_err(|e| format!("compressed log: {e}"))?;
+    let mut d = engine.stream();
+    feed_all(&mut d, &mut r, |_| {}).map_err(|e| format!("compressed log: {e}"))?;
+    Ok(d.finish())
 }
 
 /// Feeds a reader through `d` in large chunks, calling `progress` with each chunk's size.
@@ -71,7 +87,10 @@ pub fn diagnose_path(engine: &Engine, path: &Path) -> Result<Report, String> {
     if path.is_dir() {
         let members = folder_members(path).map_err(|e| fail(path, e))?;
         if members.is_empty() {
-            return Err(format!("{}: no log files in this folder (*.log, *.txt, *.out, *.err, error.json)", path.display()));
+            return Err(format!(
+                "{}: no log files in this folder (*.log, *.txt, *.out, *.err, error.json)",
+                path.display()
+            ));
         }
         let mut d = engine.stream();
         for m in &members {
@@ -188,9 +207,7 @@ fn folder_members(dir: &Path) -> io::Result<Vec<Member>> {
     let mut members: Vec<Member> = files
         .into_iter()
         .map(|path| {
-            let local_rank = attempt_of(&path).and_then(|_| {
-                path.parent()?.file_name()?.to_str()?.parse::<u32>().ok()
-            });
+            let local_rank = attempt_of(&path).and_then(|_| path.parent()?.file_name()?.to_str()?.parse::<u32>().ok());
             Member { path, local_rank }
         })
         .collect();

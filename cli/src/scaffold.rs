@@ -1,9 +1,9 @@
 //! Rule-author commands that write files: `rules new`, `rules test --bless`,
 //! `rules fmt`, `rules docs`.
 
+use crate::ExitCode;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use torchdx_core::authoring::check::Status;
 use torchdx_core::authoring::docs;

@@ -44,6 +44,27 @@ fn text_and_markdown_formats() {
     assert!(md.starts_with("## "), "{md}");
 }
 
+/// The per-rank table and the suspect sentence, in both human formats: rank 5 raised
+/// the OOM; every other rank only timed out waiting for it.
+#[test]
+fn the_rank_table_names_the_suspect_and_its_echoes() {
+    let s = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--color", "never"]));
+    let table = s.split("\nRanks\n").nth(1).and_then(|t| t.split("\nTimeline").next()).unwrap_or_else(|| panic!("{s}"));
+    let row5 = table.lines().find(|l| l.trim_start().starts_with("5 ")).unwrap_or_else(|| panic!("{table}"));
+    assert!(row5.contains("initiating") && row5.contains("[cuda-oom]"), "{row5}");
+    assert!(table.lines().any(|l| l.trim_start().starts_with("1-4,6,7") && l.contains("collateral")), "{table}");
+    let sentence = table.split("Suspect:").nth(1).unwrap_or_else(|| panic!("{table}")).replace("\n  ", " ");
+    assert!(sentence.starts_with(" rank 5. It failed first (line 3, cuda-oom"), "{sentence}");
+    assert!(sentence.contains("ranks 0-4,6,7 only echo it"), "{sentence}");
+    let md = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--format", "md"]));
+    assert!(md.contains("| rank | when | role | first report |"), "{md}");
+    assert!(md.contains("| 5 | line 3 | initiating |"), "{md}");
+    assert!(md.contains("\nSuspect: rank 5. It failed first"), "{md}");
+    // A single-rank log has no table.
+    let one = stdout(&run(&["diagnose", "examples/device-mismatch.log", "--color", "never"]));
+    assert!(!one.contains("\nRanks\n"), "{one}");
+}
+
 #[test]
 fn stdin_and_empty_input() {
     let mut child =
@@ -198,6 +219,15 @@ fn pasted_fixtures_meet_their_floor() {
         assert!(got >= min, "{metric}: {got} < {min}\n{}", stdout(&o));
     }
     assert_eq!(v["certain_wrong"], 0, "{}", stdout(&o));
+}
+
+/// Compressed logs are read by their magic bytes (zstd here; gzip in `input`'s tests).
+#[test]
+fn a_zstd_log_is_diagnosed() {
+    let o = run(&["diagnose", "cli/tests/data/device-mismatch.log.zst", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["findings"][0]["family"], "device-mismatch", "{}", stdout(&o));
+    assert_eq!(v["input"]["lines"], 4);
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //!    bound to the evidence), then roles across ranks and the timeline;
 //! 4. the [`Report`].
 
+use std::sync::Arc;
+
 use crate::grammar;
 use crate::infer;
 use crate::ingest::window::{Limits, Window};
@@ -168,8 +170,11 @@ impl Engine {
 
     /// Starts an incremental diagnosis: feed chunks of any size, then finish.
     pub fn stream(&self) -> Diagnoser<'_> {
-        let continuations = self.pack.continuations().to_vec();
-        Diagnoser { engine: self, window: Window::new(self.prefilter.needles().len(), continuations, self.limits) }
+        Diagnoser { engine: self, window: self.window() }
+    }
+
+    fn window(&self) -> Window {
+        Window::new(self.prefilter.needles().len(), self.pack.continuations().to_vec(), self.limits)
     }
 
     /// The literals the streaming scan searches for (anchors, structure, needles): what a
@@ -199,30 +204,55 @@ impl Diagnoser<'_> {
 
     /// Ends the input and diagnoses what was kept.
     pub fn finish(self) -> Report {
-        let e = self.engine;
-        let mut r = self.window.finish(&e.scan());
-        for k in &r.kept {
-            e.prefilter.mark_needles(&k.line.text, &mut r.seen);
-        }
-        let input = Input { bytes: r.bytes, lines: r.lines, ranks: r.ranks, truncated_lines: r.truncated };
-        let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
-        let topology = infer::topology(&streams);
-        let log =
-            LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty(), topology };
-        let drafts = infer::findings(&e.pack, &streams, &log);
-        let failed = infer::failed_ranks(&streams);
-        let t = &log.topology;
-        let world = t.world.or_else(|| (!t.multi_node()).then_some(t.per_node).flatten());
-        let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world };
-        let roles = infer::roles(drafts, run, e.pack.notices());
-        Report {
-            schema: Schema,
-            input,
-            initiating: roles.initiating,
-            findings: roles.findings,
-            timeline: roles.timeline,
-        }
+        finish(self.engine, self.window)
     }
+}
+
+/// A [`Diagnoser`] that shares its engine instead of borrowing it, for hosts whose
+/// objects cannot hold a borrow (a Python or JavaScript object that lives as long as its
+/// caller keeps it). The same scan and the same report.
+#[derive(Debug)]
+pub struct SharedDiagnoser {
+    engine: Arc<Engine>,
+    window: Window,
+}
+
+impl SharedDiagnoser {
+    /// Starts an incremental diagnosis with a shared engine.
+    pub fn new(engine: Arc<Engine>) -> SharedDiagnoser {
+        let window = engine.window();
+        SharedDiagnoser { engine, window }
+    }
+
+    /// Feeds the next chunk of the log.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.window.feed(&self.engine.scan(), chunk);
+    }
+
+    /// Ends the input and diagnoses what was kept.
+    pub fn finish(self) -> Report {
+        finish(&self.engine, self.window)
+    }
+}
+
+/// The diagnosis of what a window kept: grammars, rules, roles.
+fn finish(e: &Engine, window: Window) -> Report {
+    let mut r = window.finish(&e.scan());
+    for k in &r.kept {
+        e.prefilter.mark_needles(&k.line.text, &mut r.seen);
+    }
+    let input = Input { bytes: r.bytes, lines: r.lines, ranks: r.ranks, truncated_lines: r.truncated };
+    let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
+    let topology = infer::topology(&streams);
+    let log =
+        LogFacts { needles: e.prefilter.needles(), seen: &r.seen, distributed: !input.ranks.is_empty(), topology };
+    let drafts = infer::findings(&e.pack, &streams, &log);
+    let failed = infer::failed_ranks(&streams);
+    let t = &log.topology;
+    let world = t.world.or_else(|| (!t.multi_node()).then_some(t.per_node).flatten());
+    let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world };
+    let roles = infer::roles(drafts, run, e.pack.notices());
+    Report { schema: Schema, input, initiating: roles.initiating, findings: roles.findings, timeline: roles.timeline }
 }
 
 #[cfg(all(test, feature = "builtin"))]

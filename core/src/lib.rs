@@ -86,7 +86,7 @@ mod rules;
 
 #[cfg(feature = "builtin")]
 pub use engine::{builtin_pack, builtin_sources};
-pub use engine::{Diagnoser, Engine, EngineBuilder};
+pub use engine::{Diagnoser, Engine, EngineBuilder, SharedDiagnoser};
 pub use ingest::window::Limits;
 #[cfg(feature = "schema")]
 pub use report::report_schema;
@@ -117,7 +117,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod spec {
     pub use crate::rules::pack::is_kebab;
     #[cfg(feature = "schema")]
-    pub use crate::rules::spec::{families_schema, ingest_schema, notices_schema, ops_schema, rule_schema};
+    pub use crate::rules::spec::{
+        codes_schema, families_schema, ingest_schema, notices_schema, ops_schema, rule_schema,
+    };
     pub use crate::rules::spec::{
         ArgRole, CaseSpec, CulpritCase, CulpritSpec, Example, Expect, FamilySpec, MatchSpec, NoticeSpec, OneOrMany,
         OpSpec, RuleSpec, When, CASE_KEYS, CULPRIT_CASE_KEYS, EXAMPLE_KEYS, MATCH_KEYS, RULE_KEYS,

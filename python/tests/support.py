@@ -97,3 +97,18 @@ def one_rule_dir(tmp: Path, rule: str = "device-mismatch") -> Path:
     d.mkdir(exist_ok=True)
     shutil.copy(rules_dir() / f"{rule}.toml", d / f"{rule}.toml")
     return d
+
+
+# ---------------------------------------------------------------- fleet tests (torchdx.ray, torchdx.fleet)
+
+#: Job logs laid out as ``<date>/<job id>/...`` (genlogs.py), for the path pattern.
+JOB_PATTERN = r"(?P<date>\d{4}-\d{2}-\d{2})/(?P<job>[^/]+)"
+
+
+def diagnose_json(cli: str, path: Optional[str] = None, data: Optional[bytes] = None, rules: Optional[str] = None) -> str:
+    """``torchdx diagnose --format json`` of a file or folder (or of ``data`` on stdin): its stdout."""
+    args = [cli, "diagnose", "--format", "json"] + (["--rules", rules] if rules else []) + [path or "-"]
+    p = run(args, input=data)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
+    return p.stdout.decode()

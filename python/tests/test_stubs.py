@@ -76,14 +76,24 @@ def test_diagnoser_stub() -> None:
         assert _params(f)[0] == _runtime_params(getattr(torchdx.Diagnoser, m))[0][1:]
 
 
+def test_engine_stub() -> None:
+    cls = _stub("__init__.pyi")["Engine"]
+    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}  # type: ignore[attr-defined]
+    assert set(methods) == {"__init__", "rules_dir", "diagnose", "diagnose_file", "diagnoser"}
+    assert isinstance(inspect.getattr_static(torchdx.Engine, "rules_dir"), property)
+    for m, f in methods.items():
+        if m != "rules_dir":
+            assert _params(f)[0] == _runtime_params(getattr(torchdx.Engine, m))[0][1:], m
+
+
 def test_native_stub_matches_module() -> None:
     from torchdx import _native
 
     stub = _stub("_native.pyi")
     public = {n for n in dir(_native) if not n.startswith("_")}
     assert set(stub) <= public, "the stub declares what the module lacks"
-    assert {"VERSION", "NativeReport", "diagnose", "diagnose_file", "Diagnoser", "cli_main"} <= public
-    for cls_name in ("NativeReport", "Diagnoser"):
+    assert {"VERSION", "NativeReport", "diagnose", "diagnose_file", "Diagnoser", "Engine", "cli_main"} <= public
+    for cls_name in ("NativeReport", "Diagnoser", "Engine"):
         cls = stub[cls_name]
         for f in cls.body:  # type: ignore[attr-defined]
             if isinstance(f, ast.FunctionDef) and not f.name.startswith("__"):
@@ -109,6 +119,11 @@ def test_mypy_accepts_typical_use(tmp_path: Path) -> None:
         "r2 = d.finish()\n"
         "torchdx.install(threads=False)\n"
         "r3 = torchdx.diagnose_file('train.log', rules_dir='rules')\n"
+        "e = torchdx.Engine(rules_dir=None)\n"
+        "r4: torchdx.Report = e.diagnose(b'log')\n"
+        "r5: torchdx.Report = e.diagnose_file('train.log')\n"
+        "d2: torchdx.Diagnoser = e.diagnoser()\n"
+        "rd: 'str | None' = e.rules_dir\n"
     )
     p = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), str(code)], capture_output=True, text=True

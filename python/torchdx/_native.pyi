@@ -8,12 +8,15 @@ VERSION: str
 class NativeReport:
     """An engine report."""
 
-    def to_json(self) -> str:
-        """The ``torchdx/report@1`` JSON (compact)."""
+    def to_json(self, pretty: bool = False) -> str:
+        """The ``torchdx/report@1`` JSON (compact, or indented with ``pretty=True``)."""
     def to_text(self, color: bool = False, width: int = 100) -> str: ...
     def to_markdown(self) -> str: ...
     def has_useful_finding(self) -> bool:
         """False when there is no finding, or only unrecognised exceptions with nothing specific."""
+    @staticmethod
+    def from_json(json: str) -> "NativeReport":
+        """A report read back from its JSON; raises ``ValueError``."""
 
 def diagnose(data: bytes, rules_dir: Optional[str] = None) -> NativeReport:
     """Raises ``ValueError`` (naming file and line) for a bad rules folder."""
@@ -26,6 +29,15 @@ class Diagnoser:
     def feed(self, data: bytes) -> None: ...
     def finish(self) -> NativeReport:
         """A second call raises ``RuntimeError``."""
+
+class Engine:
+    """An engine built once and shared by every diagnosis made with it (thread-safe)."""
+
+    def __init__(self, rules_dir: Optional[str] = None) -> None: ...
+    def diagnose(self, data: bytes) -> NativeReport:
+        """gzip or zstd bytes are decompressed first; a corrupt stream raises ``ValueError``."""
+    def diagnose_file(self, path: str) -> NativeReport: ...
+    def diagnoser(self) -> Diagnoser: ...
 
 def cli_main(argv: List[str]) -> int:
     """Run the ``torchdx`` CLI in process (``argv`` without the program name); the exit status."""

@@ -296,6 +296,10 @@ export interface RuleSpec {
    */
   launcher_summary?: boolean;
   /**
+   * Read a captured error code through the code tables of `data/codes.toml`.
+   */
+  lookup: LookupSpec | null;
+  /**
    * Message templates.
    */
   match?: MatchSpec[];
@@ -511,6 +515,29 @@ export interface Example {
 export type Expect = "match" | "no-match";
 
 /**
+ * `lookup = { tables = [...], keys = [...] }`: the first of `keys` (evidence keys) whose
+ * value names a row of one of `tables` (by the code's name, its number, the message
+ * its library prints, or, for `[[line]]` tables, a pattern the value contains) adds the
+ * row to the evidence: `code`, `code_table`, `code_number`, `code_meaning`,
+ * `code_causes`, `code_check`, `code_family`; rule text uses them as placeholders.
+ */
+export interface LookupSpec {
+  /**
+   * The row's family becomes the finding's (unless it is `other`): one generic rule
+   * then gives every code its own family.
+   */
+  family?: boolean;
+  /**
+   * Evidence keys to read, in order.
+   */
+  keys: string[];
+  /**
+   * Table names (`cuda`, `cuda-legacy`, `cublas`, `cudnn`, `nccl`, `nccl-line`, `signal`, ...).
+   */
+  tables: string[];
+}
+
+/**
  * One `[[match]]` entry: a message template.
  */
 export interface MatchSpec {
@@ -523,6 +550,11 @@ export interface MatchSpec {
    * (`Input type (...) and weight type (...)` is a convolution).
    */
   role_op: string | null;
+  /**
+   * Evidence this wording implies, as constants (`set = { nccl_code =
+   * "ncclSystemError" }`): what a fixed text says without a capture to hold it.
+   */
+  set?: { [key: string]: string };
   /**
    * The message as PyTorch prints it, variable parts replaced by typed captures.
    */

@@ -271,7 +271,7 @@ async function openFile(file) {
   if (current !== input) return; // another input came meanwhile
   els.log.value = text;
   els.log.readOnly = !whole;
-  els.log.scrollTop = 0;
+  els.log.scrollTop = whole ? 0 : els.log.scrollHeight; // a part: its end, the failure
   if (!whole) input.shown = { lines: splitLines(text).length, bytes: new Blob([text]).size };
   setFileNote(whole ? null : partNote(file, input.shown));
   updateStats();
@@ -355,7 +355,7 @@ function showProgress(p, size) {
   } else if (p.phase === "diagnose") {
     fill.classList.add("indeterminate");
     fill.style.width = "";
-    els.progressLabel.textContent = `Diagnosing ${formatBytes(p.total || size)} in a background worker…`;
+    els.progressLabel.textContent = `Diagnosing ${formatBytes(p.total || size)} ${p.via === "main" ? "on the page" : "in a background worker"}…`;
   } else if (p.phase === "render") {
     fill.classList.remove("indeterminate");
     fill.style.width = "100%";
@@ -671,9 +671,9 @@ function culpritBox(f, primary) {
     h(
       "div",
       { class: "culprit-meta" },
-      c.expr ? [h("span", { class: "muted" }, "expression"), h("code", { class: "expr", title: "Expression at fault" }, c.expr)] : null,
-      h("span", { class: "muted" }, "kind"),
-      h("span", { class: "chip kind", title: "Culprit kind" }, c.kind),
+      // Label and value wrap together.
+      c.expr ? h("span", { class: "pair" }, h("span", { class: "muted" }, "expression"), h("code", { class: "expr", title: "Expression at fault" }, c.expr)) : null,
+      h("span", { class: "pair" }, h("span", { class: "muted" }, "kind"), h("span", { class: "chip kind", title: "Culprit kind" }, c.kind)),
     ),
   );
 }

@@ -84,11 +84,11 @@ export class Engine {
     if (input.file) {
       onProgress({ phase: "read", loaded: 0, total: size });
       const bytes = new Uint8Array(await input.file.arrayBuffer());
-      onProgress({ phase: "diagnose", total: size });
+      onProgress({ phase: "diagnose", total: size, via: "main" });
       report = dx.diagnoseBytes(bytes, this.options);
       text = new TextDecoder("utf-8").decode(bytes);
     } else {
-      onProgress({ phase: "diagnose", total: size });
+      onProgress({ phase: "diagnose", total: size, via: "main" });
       report = dx.diagnose(text, this.options);
     }
     const ms = performance.now() - t0;

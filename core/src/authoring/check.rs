@@ -101,9 +101,14 @@ pub fn check(sources: &[RuleSource<'_>], base: &[RuleSource<'_>]) -> CheckReport
     let families = families_of(sources, base);
     let mut good: Vec<RuleSource<'_>> = Vec::new();
     let mut ids: BTreeMap<String, String> = BTreeMap::new();
+    // A data file is compiled with the families (a code row names one).
+    let family_files: Vec<RuleSource<'_>> =
+        base.iter().chain(sources).filter(|s| source_kind(s.name) == pack::SourceKind::Families).copied().collect();
     for src in sources {
         if source_kind(src.name) != pack::SourceKind::Rule {
-            match Pack::new(&[*src]) {
+            let mut with: Vec<RuleSource<'_>> = family_files.iter().filter(|f| f.name != src.name).copied().collect();
+            with.push(*src);
+            match Pack::new(&with) {
                 Err(e) => out.diagnostics.push(e),
                 Ok(_) => good.push(*src),
             }
@@ -296,6 +301,7 @@ fn contradicted_kind(ex: &Example) -> Option<String> {
 /// captures or the engine provides; scaffold text must be gone.
 fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
     let mut captured: BTreeSet<String> = BTreeSet::new();
+    captured.extend(rule.spec.matches.iter().flat_map(|m| m.set.keys().cloned()));
     for t in &rule.templates {
         for (name, kind, _) in t.capture_specs() {
             captured.insert(name.to_string());
@@ -306,7 +312,7 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
     }
     let s = &rule.spec;
     let set: BTreeSet<&str> = s.culprit_cases.iter().flat_map(|c| c.set.keys().map(String::as_str)).collect();
-    let known = |k: &str| captured.contains(k) || set.contains(k) || facts::provided(k, &s.facts);
+    let known = |k: &str| captured.contains(k) || set.contains(k) || facts::provided(k, &s.facts, s.lookup.is_some());
     let mut texts: Vec<&str> = vec![&s.title, &s.mechanism, &s.fix, &s.verify, &s.prevent, &s.next_action];
     texts.extend(s.checklist.iter().map(String::as_str));
     texts.extend(s.missing.iter().map(String::as_str));

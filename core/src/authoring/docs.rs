@@ -167,6 +167,7 @@ pub fn facts_markdown() -> String {
                 "Set by the culprit (a rule's `culprit`, a case's, or a `[[culprit_case]]`)".to_string()
             }
             Provider::Group(g) => format!("Fact group `{g}` (rules with `facts = [\"{g}\"]`)"),
+            Provider::Lookup => "The code-table row a rule's `lookup` found (rules with `lookup`)".to_string(),
         };
         if group != current {
             let _ = write!(o, "\n## {group}\n\n| key | holds | meaning |\n|---|---|---|\n");

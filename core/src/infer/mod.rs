@@ -19,6 +19,7 @@ use crate::grammar::topology::{self, Topology};
 use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
 use crate::report::{value_text, Culprit, Evidence, Finding, Location, Role, Trace};
+use crate::rules::codes;
 use crate::rules::conditions::holds;
 use crate::rules::evidence::{captures_to_evidence, derive, LogFacts};
 use crate::rules::facts::DEVICE_PLACEMENT;
@@ -262,8 +263,12 @@ fn from_event(
     captures_to_evidence(&e.m, &mut ev);
     derive(&mut ev);
     scrub(&mut ev);
-    if let Some(v) = &rule.spec.matches[e.template].torch {
+    let spec = &rule.spec.matches[e.template];
+    if let Some(v) = &spec.torch {
         ev.insert("torch_versions", Value::from(v.clone()));
+    }
+    for (k, v) in &spec.set {
+        ev.insert(k, Value::from(v.clone()));
     }
     let rank = resolve_rank(inc.rank.or_else(|| evidence_rank(&ev)), inc.local_rank, inc.host.as_deref(), &mut ev, log);
     // The same failure reported by many ranks is bound to its rule text once: later
@@ -496,6 +501,20 @@ fn bind(b: &Bind<'_>, mut ev: Evidence) -> Bound {
         ctx.insert("rank".into(), Value::from(r));
     }
     facts::failing_line(&mut ev, &mut ctx);
+    // A captured error code read through the code tables: its row's meaning, causes and
+    // first check become evidence and placeholders, and (where the rule asks) its family.
+    let mut family = rule.family();
+    if let Some(spec) = &rule.spec.lookup {
+        if let Some(hit) = codes::lookup(b.pack.codes(), spec, |k| ctx.get(k).cloned()) {
+            for (k, v) in hit.evidence() {
+                ctx.insert(k.to_string(), v.clone());
+                ev.extra.insert(k.to_string(), v);
+            }
+            if spec.family {
+                family = hit.family();
+            }
+        }
+    }
     if rule.spec.facts.iter().any(|g| g == DEVICE_PLACEMENT) {
         facts::device_placement(b.pack, &ev, b.frames, b.log, b.role_op, &mut ctx);
     }
@@ -534,7 +553,7 @@ fn bind(b: &Bind<'_>, mut ev: Evidence) -> Bound {
         .unwrap_or_else(|| text::render_lossy(&pick(|c| c.next_action.as_ref(), &rule.spec.next_action), &ctx));
     let finding = Finding {
         id: rule.id().to_string(),
-        family: rule.family().to_string(),
+        family: family.to_string(),
         title: text::render_lossy(&pick(|c| c.title.as_ref(), &rule.spec.title), &ctx),
         role: Role::Independent,
         collateral_of: None,

@@ -65,6 +65,125 @@ fn who(f: &Finding) -> String {
     }
 }
 
+/// One row of the per-rank table: a rank's first report and how many followed (ranks
+/// whose rows would read the same share one).
+struct RankRow<'a> {
+    ranks: Vec<u32>,
+    first: &'a Finding,
+    time: Option<&'a str>,
+    more: usize,
+}
+
+impl RankRow<'_> {
+    /// `line N` where the row's report is the one the finding points at, else nothing
+    /// (a finding merged over ranks keeps its first report's place).
+    fn when(&self, sep: &str) -> String {
+        let line = (self.first.rank.is_some_and(|r| self.ranks.contains(&r)) || self.first.ranks.len() <= 1)
+            .then(|| format!("line {}", self.first.location.line));
+        match (self.time, line) {
+            (Some(t), Some(l)) => format!("{t}{sep}{l}"),
+            (Some(t), None) => t.to_string(),
+            (None, Some(l)) => l,
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// Per rank, its first report (in timeline order) and the count of later ones. Empty
+/// unless at least two ranks reported.
+fn rank_rows(report: &Report) -> Vec<RankRow<'_>> {
+    // Per rank first: (rank, finding index, time, later reports).
+    let mut per: Vec<(u32, usize, Option<&str>, usize)> = Vec::new();
+    for t in &report.timeline {
+        if t.finding >= report.findings.len() {
+            continue;
+        }
+        for &r in &t.ranks {
+            match per.iter_mut().find(|x| x.0 == r) {
+                Some(x) => x.3 += 1,
+                None => per.push((r, t.finding, t.time.as_deref(), 0)),
+            }
+        }
+    }
+    // Findings the timeline did not list still give their ranks a row.
+    for (i, f) in report.findings.iter().enumerate() {
+        let ranks: Vec<u32> = if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() };
+        for r in ranks {
+            if !per.iter().any(|x| x.0 == r) {
+                per.push((r, i, None, 0));
+            }
+        }
+    }
+    if per.len() < 2 {
+        return Vec::new();
+    }
+    let mut rows: Vec<RankRow<'_>> = Vec::new();
+    for (r, i, time, more) in per {
+        let f = &report.findings[i];
+        let alone = f.rank == Some(r) && f.ranks.len() > 1;
+        match rows.iter_mut().find(|x| std::ptr::eq(x.first, f) && x.time == time && x.more == more && !alone) {
+            Some(x) if !x.ranks.iter().any(|&q| f.rank == Some(q) && f.ranks.len() > 1) => x.ranks.push(r),
+            _ => rows.push(RankRow { ranks: vec![r], first: f, time, more }),
+        }
+    }
+    for r in &mut rows {
+        r.ranks.sort_unstable();
+    }
+    rows
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Initiating => "initiating",
+        Role::Independent => "independent",
+        Role::Collateral => "collateral",
+    }
+}
+
+/// One sentence: which rank is the suspect and why, citing lines.
+fn suspect_sentence(report: &Report) -> Option<String> {
+    let init = report.primary()?;
+    let echoes: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
+    let echo_ranks: Vec<u32> = {
+        let mut v: Vec<u32> = echoes
+            .iter()
+            .flat_map(|f| if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() })
+            .filter(|&r| Some(r) != init.rank)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let echo_lines =
+        match (echoes.iter().map(|f| f.location.line).min(), echoes.iter().map(|f| f.location.end_line).max()) {
+            (Some(a), Some(b)) if a == b => format!(" (line {a})"),
+            (Some(a), Some(b)) => format!(" (lines {a}-{b})"),
+            _ => String::new(),
+        };
+    let echoes_said = if echo_ranks.is_empty() {
+        String::new()
+    } else {
+        format!("; ranks {} only echo it{echo_lines}", compress_ranks(&echo_ranks))
+    };
+    if let Some(s) = init.evidence.extra.get("suspect_rank").and_then(|v| v.as_u64()) {
+        if init.rank.is_none() || init.rank == Some(s as u32) && init.ranks.len() > 1 {
+            return Some(format!(
+                "Suspect: rank {s}. The other ranks' reports point at it (line {}, {}: {}); its own output is not in this log.",
+                init.location.line, init.id, init.title
+            ));
+        }
+    }
+    let r = init.rank?;
+    let how = match init.evidence.extra.get("rank_from").and_then(|v| v.as_str()) {
+        Some("launcher") => " (the launcher names it as the failed worker)".to_string(),
+        Some(_) | None => String::new(),
+    };
+    Some(format!(
+        "Suspect: rank {r}{how}. It failed first (line {}, {}: {}){echoes_said}.",
+        init.location.line, init.id, init.title
+    ))
+}
+
 /// The report for a person at a terminal: headline, culprit, evidence with line
 /// numbers, checklist, fix, verify; collateral findings in brief.
 pub fn text(report: &Report, color: bool) -> String {
@@ -150,6 +269,22 @@ pub fn text(report: &Report, color: bool) -> String {
             );
         }
     }
+    let rows = rank_rows(report);
+    if !rows.is_empty() {
+        let _ = writeln!(o, "\n{}", st.bold("Ranks"));
+        let _ = writeln!(o, "  {:<8} {:<20} {:<12} first report", "rank", "when", "role");
+        for r in &rows {
+            let more = if r.more > 0 { format!(" (+{} more)", r.more) } else { String::new() };
+            let ranks = compress_ranks(&r.ranks);
+            let (role, title, id) = (role_name(r.first.role), &r.first.title, &r.first.id);
+            let _ = writeln!(o, "  {ranks:<8} {:<20} {role:<12} {title} [{id}]{more}", r.when(" "));
+        }
+        if let Some(s) = suspect_sentence(report) {
+            for l in wrap(&s, 78) {
+                let _ = writeln!(o, "  {l}");
+            }
+        }
+    }
     if report.timeline.len() > 1 {
         let _ = writeln!(o, "\n{}", st.bold("Timeline"));
         for t in &report.timeline {
@@ -198,6 +333,26 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(o, "**Missing:** {}\n", f.missing.join("; "));
         }
         let _ = writeln!(o, "**Next:** {}\n", f.next_action);
+    }
+    let rows = rank_rows(report);
+    if !rows.is_empty() {
+        let _ = writeln!(o, "### Ranks\n\n| rank | when | role | first report |\n|---|---|---|---|");
+        for r in &rows {
+            let more = if r.more > 0 { format!(" (+{} more)", r.more) } else { String::new() };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} (`{}`){more} |",
+                compress_ranks(&r.ranks),
+                r.when(", "),
+                role_name(r.first.role),
+                r.first.title.replace('|', "\\|"),
+                r.first.id
+            );
+        }
+        if let Some(s) = suspect_sentence(report) {
+            let _ = writeln!(o, "\n{s}");
+        }
+        let _ = writeln!(o);
     }
     if report.timeline.len() > 1 {
         let _ = writeln!(o, "### Timeline\n");

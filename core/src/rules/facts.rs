@@ -44,6 +44,8 @@ pub enum Provider {
     Group(&'static str),
     /// A text value a `[[culprit_case]]` sets (`set = { ... }`), or the culprit itself.
     Decision,
+    /// The row of `data/codes.toml` a rule's `lookup` found, for rules with a `lookup`.
+    Lookup,
 }
 
 /// One key.
@@ -63,7 +65,7 @@ const fn key(name: &'static str, shape: Shape, provider: Provider, meaning: &'st
     Key { name, shape, provider, meaning }
 }
 
-use Provider::{Contract, Decision, Engine, Group};
+use Provider::{Contract, Decision, Engine, Group, Lookup};
 use Shape::{Flag, List, Number, Text};
 
 /// The fact group of device placement: which tensor or module is on the wrong device.
@@ -128,6 +130,13 @@ pub const KEYS: &[Key] = &[
     key("op_user_call", Text, Group(DEVICE_PLACEMENT), "what the user called for that op (`the loss (nn.CrossEntropyLoss / F.cross_entropy / F.nll_loss)`)"),
     key("loss_target_expr", Text, Group(DEVICE_PLACEMENT), "when no argument is known: the second argument of a loss call on the failing line (`labels`)"),
     key("loss_input_expr", Text, Group(DEVICE_PLACEMENT), "and its first argument (`outputs`)"),
+    key("code", Text, Lookup, "the code's enum name (`cudaErrorIllegalAddress`, `CUBLAS_STATUS_NOT_SUPPORTED`, `ncclSystemError`), or the pattern of an explaining NCCL line"),
+    key("code_table", Text, Lookup, "its table (`cuda`, `cuda-legacy`, `cublas`, `cudnn`, `nccl`, `nccl-line`, `signal`, ...)"),
+    key("code_number", Number, Lookup, "its number in that table"),
+    key("code_meaning", Text, Lookup, "what the code means"),
+    key("code_causes", List, Lookup, "its usual causes"),
+    key("code_check", Text, Lookup, "the first thing to check"),
+    key("code_family", Text, Lookup, "the family the code usually means"),
 ];
 
 /// The fact groups a rule may declare.
@@ -138,10 +147,12 @@ pub fn get(name: &str) -> Option<&'static Key> {
     KEYS.iter().find(|k| k.name == name)
 }
 
-/// Whether a rule declaring `groups` may name `name` in its text and conditions.
-pub fn provided(name: &str, groups: &[String]) -> bool {
+/// Whether a rule declaring `groups` (and a `lookup`, if `lookup`) may name `name` in
+/// its text and conditions.
+pub fn provided(name: &str, groups: &[String], lookup: bool) -> bool {
     get(name).is_some_and(|k| match k.provider {
         Group(g) => groups.iter().any(|x| x == g),
+        Lookup => lookup,
         _ => true,
     })
 }

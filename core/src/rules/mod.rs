@@ -7,9 +7,11 @@
 //! - [`prefilter`]: the literal scan that decides where templates are tried;
 //! - [`matching`]: kept lines to streams, templates to events;
 //! - [`evidence`]: captures to evidence, derived facts, what the whole log showed;
+//! - [`codes`]: the error-code tables, and reading a captured code through them;
 //! - [`conditions`]: `when` conditions of matches and cases;
 //! - [`text`]: placeholders in rule text.
 
+pub(crate) mod codes;
 pub(crate) mod conditions;
 pub(crate) mod evidence;
 pub(crate) mod facts;

@@ -16,7 +16,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::spec::{FamiliesFile, FamilySpec, IngestFile, NoticesFile, OpSpec, OpsFile, RuleSpec};
+use super::spec::{CodesFile, FamiliesFile, FamilySpec, IngestFile, NoticesFile, OpSpec, OpsFile, RuleSpec};
 use super::template::{Kind, Template};
 use crate::report::Evidence;
 
@@ -56,6 +56,9 @@ pub(crate) enum Code {
     Examples,
     /// A list in a rendered finding that repeats an item.
     Duplicate,
+    /// A `lookup` naming a table `data/codes.toml` does not hold, or a code row naming
+    /// an unknown family.
+    Lookup,
 }
 
 impl Code {
@@ -77,6 +80,7 @@ impl Code {
             Code::Scaffold => "scaffold",
             Code::Examples => "examples",
             Code::Duplicate => "duplicate",
+            Code::Lookup => "lookup",
         }
     }
 }
@@ -234,6 +238,7 @@ pub(crate) enum SourceKind {
     Families,
     Notices,
     Ingest,
+    Codes,
     UnknownData,
 }
 
@@ -250,6 +255,7 @@ pub(crate) fn source_kind(name: &str) -> SourceKind {
         "families" => SourceKind::Families,
         "notices" => SourceKind::Notices,
         "ingest" => SourceKind::Ingest,
+        "codes" => SourceKind::Codes,
         _ => SourceKind::UnknownData,
     }
 }
@@ -535,6 +541,7 @@ pub struct Pack {
     families: Vec<FamilySpec>,
     notices: NoticesFile,
     ingest: IngestFile,
+    codes: CodesFile,
 }
 
 /// A pack decoded ahead of time, as JSON: every file of the pack by name, in source
@@ -578,11 +585,16 @@ impl Pack {
                 SourceKind::Families => self.add_families(parse(*src)?),
                 SourceKind::Notices => self.add_notices(parse(*src)?),
                 SourceKind::Ingest => self.add_ingest(parse(*src)?),
+                SourceKind::Codes => self.add_codes(parse(*src)?),
                 SourceKind::UnknownData => return Err(unknown_data(src)),
             }
         }
+        for src in sources.iter().filter(|s| source_kind(s.name) == SourceKind::Codes) {
+            self.check_code_families(src)?;
+        }
         for src in sources.iter().filter(|s| source_kind(s.name) == SourceKind::Rule) {
             let rule = compile_rule(*src, &self.families)?;
+            self.check_lookup(src, &rule)?;
             self.insert(src, rule)?;
         }
         self.settle_entries();
@@ -641,6 +653,7 @@ impl Pack {
                 SourceKind::Families => pack.add_families(decode(json).ok()?),
                 SourceKind::Notices => pack.add_notices(decode(json).ok()?),
                 SourceKind::Ingest => pack.add_ingest(decode(json).ok()?),
+                SourceKind::Codes => pack.add_codes(decode(json).ok()?),
                 SourceKind::UnknownData => return None,
             }
         }
@@ -676,6 +689,62 @@ impl Pack {
         i.tails_after_blank.extend(f.tails_after_blank);
         i.exception_classes.extend(f.exception_classes);
         i.exception_parents.extend(f.exception_parents);
+    }
+
+    /// Every row of a codes file names a known family (checked once the families of
+    /// every data file are in).
+    fn check_code_families(&self, src: &RuleSource<'_>) -> Result<(), PackError> {
+        let f: CodesFile = parse(*src)?;
+        let known = |fam: &str| self.families.iter().any(|x| x.id == fam);
+        let bad = f
+            .code
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ("code", i, &r.family))
+            .chain(f.line.iter().enumerate().map(|(i, r)| ("line", i, &r.family)))
+            .find(|(_, _, fam)| !known(fam));
+        match bad {
+            None => Ok(()),
+            Some((table, i, fam)) => {
+                let at = locate(src.text, &[Seg::Key(table), Seg::Index(i), Seg::Key("family")]).unwrap_or(0);
+                Err(PackError::at(Code::Lookup, src, at, format!("unknown family `{fam}`")))
+            }
+        }
+    }
+
+    /// A rule's `lookup` names tables the pack holds.
+    fn check_lookup(&self, src: &RuleSource<'_>, rule: &Rule) -> Result<(), PackError> {
+        let Some(l) = &rule.spec.lookup else { return Ok(()) };
+        let known =
+            |t: &str| t == "nccl-line" && !self.codes.line.is_empty() || self.codes.code.iter().any(|r| r.table == t);
+        if let Some((i, t)) = l.tables.iter().enumerate().find(|(_, t)| !known(t)) {
+            let at = locate(src.text, &[Seg::Key("lookup"), Seg::Key("tables"), Seg::Index(i)]).unwrap_or(0);
+            let mut tables: Vec<&str> = self.codes.code.iter().map(|r| r.table.as_str()).collect();
+            tables.dedup();
+            return Err(PackError::at(
+                Code::Lookup,
+                src,
+                at,
+                format!("no table `{t}` in data/codes.toml (it has {}, nccl-line)", tables.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+
+    fn add_codes(&mut self, f: CodesFile) {
+        // A later row with the same table and name (or pattern) replaces the earlier one.
+        for r in f.code {
+            match self.codes.code.iter_mut().find(|x| x.table == r.table && x.name == r.name) {
+                Some(x) => *x = r,
+                None => self.codes.code.push(r),
+            }
+        }
+        for r in f.line {
+            match self.codes.line.iter_mut().find(|x| x.pattern == r.pattern) {
+                Some(x) => *x = r,
+                None => self.codes.line.push(r),
+            }
+        }
     }
 
     fn add_notices(&mut self, f: NoticesFile) {
@@ -768,6 +837,11 @@ impl Pack {
         })
     }
 
+    /// The code tables (`data/codes.toml`).
+    pub(crate) fn codes(&self) -> &CodesFile {
+        &self.codes
+    }
+
     /// The run-level notices.
     pub(crate) fn notices(&self) -> &NoticesFile {
         &self.notices
@@ -776,7 +850,7 @@ impl Pack {
 
 fn unknown_data(src: &RuleSource<'_>) -> PackError {
     PackError::at(Code::DataFile, src, 0, format!("unknown data file `{}`", src.name)).with_hint(
-        "a `data/` folder holds ops.toml, families.toml, notices.toml and ingest.toml; rule files go beside it",
+        "a `data/` folder holds ops.toml, families.toml, notices.toml, ingest.toml and codes.toml; rule files go beside it",
     )
 }
 #[cfg(test)]

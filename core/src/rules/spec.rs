@@ -57,6 +57,10 @@ pub struct MatchSpec {
     /// (`Input type (...) and weight type (...)` is a convolution).
     #[serde(default)]
     pub role_op: Option<String>,
+    /// Evidence this wording implies, as constants (`set = { nccl_code =
+    /// "ncclSystemError" }`): what a fixed text says without a capture to hold it.
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
 }
 
 /// A string or a list of strings.
@@ -283,6 +287,9 @@ pub struct RuleSpec {
     /// A culprit the rule always names.
     #[serde(default)]
     pub culprit: Option<CulpritSpec>,
+    /// Read a captured error code through the code tables of `data/codes.toml`.
+    #[serde(default)]
+    pub lookup: Option<LookupSpec>,
     /// Message templates.
     #[serde(default, rename = "match")]
     pub matches: Vec<MatchSpec>,
@@ -295,6 +302,89 @@ pub struct RuleSpec {
     /// Examples, run as tests.
     #[serde(default, rename = "example")]
     pub examples: Vec<Example>,
+}
+
+/// `lookup = { tables = [...], keys = [...] }`: the first of `keys` (evidence keys) whose
+/// value names a row of one of `tables` (by the code's name, its number, the message
+/// its library prints, or, for `[[line]]` tables, a pattern the value contains) adds the
+/// row to the evidence: `code`, `code_table`, `code_number`, `code_meaning`,
+/// `code_causes`, `code_check`, `code_family`; rule text uses them as placeholders.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LookupSpec {
+    /// Table names (`cuda`, `cuda-legacy`, `cublas`, `cudnn`, `nccl`, `nccl-line`, `signal`, ...).
+    pub tables: Vec<String>,
+    /// Evidence keys to read, in order.
+    pub keys: Vec<String>,
+    /// The row's family becomes the finding's: one generic rule then gives every code
+    /// its own family.
+    #[serde(default)]
+    pub family: bool,
+}
+
+/// `data/codes.toml`: error codes of CUDA, its libraries and NCCL, signals, and the NCCL
+/// log lines that explain a failure. Generated from the libraries' enums
+/// (`tools/codes/build_codes.py`); a test checks that no enum value is missing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CodesFile {
+    /// One row per code of a table.
+    #[serde(default)]
+    pub code: Vec<CodeRow>,
+    /// One row per explanatory log line (the `nccl-line` table).
+    #[serde(default)]
+    pub line: Vec<LineRow>,
+}
+
+/// One error code.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CodeRow {
+    /// The enum it belongs to (`cuda`, `cublas`, ...; `cuda-legacy` for old numberings).
+    pub table: String,
+    /// The enum value's name (`cudaErrorIllegalAddress`).
+    pub name: String,
+    /// Its number.
+    #[serde(default)]
+    pub number: Option<i64>,
+    /// The text the library's string function prints for it.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Texts older versions print.
+    #[serde(default)]
+    pub older_messages: Vec<String>,
+    /// The failure family it usually means.
+    pub family: String,
+    /// What it means.
+    pub meaning: String,
+    /// Its usual causes.
+    pub causes: Vec<String>,
+    /// The first thing to check.
+    pub first_check: String,
+}
+
+/// One NCCL `WARN`/`INFO` line that explains a failure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LineRow {
+    /// A literal of the line's text.
+    pub pattern: String,
+    /// A real line.
+    pub example: String,
+    /// The NCCL versions whose sources print it.
+    pub versions: String,
+    /// The failure family it usually means.
+    pub family: String,
+    /// What it means.
+    pub meaning: String,
+    /// Its usual causes.
+    pub causes: Vec<String>,
+    /// The first thing to check.
+    pub first_check: String,
 }
 
 /// One entry of the op-argument role table (`data/ops.toml`).
@@ -431,13 +521,14 @@ pub const RULE_KEYS: &[&str] = &[
     "next_action",
     "related",
     "culprit",
+    "lookup",
     "match",
     "culprit_case",
     "case",
     "example",
 ];
 /// The canonical order of a `[[match]]`'s keys.
-pub const MATCH_KEYS: &[&str] = &["template", "torch", "exception", "when", "role_op"];
+pub const MATCH_KEYS: &[&str] = &["template", "torch", "exception", "when", "role_op", "set"];
 /// The canonical order of a `[[culprit_case]]`'s keys.
 pub const CULPRIT_CASE_KEYS: &[&str] =
     &["name", "when", "kind", "expr", "summary", "confidence", "missing", "next_action", "set"];
@@ -487,6 +578,13 @@ pub struct IngestFile {
     /// filtered on a class also takes its subclasses.
     #[serde(default)]
     pub exception_parents: BTreeMap<String, String>,
+}
+
+/// The JSON Schema of `data/codes.toml`.
+#[cfg(feature = "schema")]
+pub fn codes_schema() -> String {
+    let schema = schemars::schema_for!(CodesFile);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
 }
 
 /// The JSON Schema of a rule file, for editors (`#:schema schema/rule.schema.json`).

@@ -1,0 +1,616 @@
+//! `torchdx`: diagnose PyTorch training failures from their logs, offline.
+//!
+//! The command's code as a library, so that other front ends run the very same command
+//! in process (the Python package's `torchdx` console script calls [`main_from`]) and
+//! read files and log folders the same way ([`input`]). Not a stable API beyond these:
+//! embed `torchdx-core` for diagnoses.
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use torchdx_core::authoring::check::{self, Status};
+use torchdx_core::authoring::docs;
+use torchdx_core::{Engine, RuleSource};
+
+mod dts;
+mod eval;
+pub mod input;
+mod scaffold;
+
+/// A command's exit status: 0 done, 1 the log or the rules have a problem the command
+/// reports (a failed check, a diagnosis with findings), 2 the command could not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitCode(u8);
+
+impl ExitCode {
+    /// Done, nothing to report.
+    pub const SUCCESS: ExitCode = ExitCode(0);
+
+    /// A status by number.
+    pub fn from(code: u8) -> ExitCode {
+        ExitCode(code)
+    }
+
+    /// The status as a number.
+    pub fn code(self) -> u8 {
+        self.0
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "torchdx", version, about = "Diagnose PyTorch training failures from their logs, offline")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Md,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Module {
+    Esm,
+    Cjs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Diagnose a log file (or `-` for standard input).
+    Diagnose {
+        /// The log (plain, .gz or .zst), a `torchrun --log-dir` folder, or `-` / nothing
+        /// for standard input.
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Add or override rules from this folder of rule files.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+        /// Redact the log first (paths, users, hosts, IPs, e-mails, tokens) so the
+        /// report can be shared.
+        #[arg(long)]
+        redact: bool,
+    },
+    /// Print the log with secrets and identities replaced by placeholders.
+    Redact {
+        /// The log; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Print a rule's encyclopedia entry.
+    Explain {
+        /// Rule id (see `--list`).
+        id: Option<String>,
+        /// List every rule.
+        #[arg(long)]
+        list: bool,
+        /// Print the keys rule text and conditions can use (evidence and engine facts).
+        #[arg(long)]
+        facts: bool,
+        #[arg(long, value_enum, default_value = "md")]
+        format: Format,
+    },
+    /// Work on rule files.
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
+    },
+    /// Score the engine on a corpus of CASE/log.txt + CASE/truth.toml.
+    Eval {
+        dir: PathBuf,
+        /// Also write a machine-readable summary here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// List each miss.
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCmd {
+    /// List the rules of the built-in pack (plus DIR's, if given).
+    List {
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Validate rule files: schema, templates, placeholders, ids, examples.
+    Check { dir: Option<PathBuf> },
+    /// Run every example and show what differs from its expected evidence.
+    Test {
+        dir: Option<PathBuf>,
+        /// Rewrite each example's [example.evidence] with what the engine produced.
+        #[arg(long)]
+        bless: bool,
+    },
+    /// Write a new rule file with every section.
+    New {
+        id: String,
+        #[arg(long, default_value = "rules")]
+        dir: PathBuf,
+    },
+    /// Keep rule files in one canonical layout.
+    Fmt {
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print the literals the engine's scan searches for, one per line (for baselines).
+    Literals,
+    /// Write the built-in pack's precompiled form as a JS module (the WASM packages'
+    /// torchdx_rules.js), or check that a .wasm does not embed the pack itself.
+    Bundle {
+        /// The module to write.
+        #[arg(long, required_unless_present = "absent_from")]
+        out: Option<PathBuf>,
+        /// The module system of the file written.
+        #[arg(long, value_enum, default_value = "esm")]
+        module: Module,
+        /// Fail if this .wasm holds the rule pack's text.
+        #[arg(long)]
+        absent_from: Option<PathBuf>,
+    },
+    /// Write every example log to DIR/<rule>--<example>.log.
+    Examples {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Write the JSON Schemas of reports and rule files (rules/schema/*.schema.json) and
+    /// the TypeScript declarations generated from them (rules/schema/torchdx.d.ts).
+    Schema {
+        #[arg(long, default_value = "rules/schema")]
+        out: PathBuf,
+        /// Fail if the files on disk differ instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Generate docs/rules/*.md and the hub page from the pack.
+    Docs {
+        #[arg(long, default_value = "docs/rules")]
+        out: PathBuf,
+        /// Fail if the files on disk differ instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+/// A failure the user must see: printed as `torchdx: ...`, exit status 2.
+struct Fail(String);
+
+impl<E: std::fmt::Display> From<E> for Fail {
+    fn from(e: E) -> Fail {
+        Fail(e.to_string())
+    }
+}
+
+/// Runs the command line `args` (the program name first, as `std::env::args_os`
+/// gives it) and returns the exit status. Usage errors, `--help` and `--version` print
+/// as clap prints them.
+pub fn main_from<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    match run(cli) {
+        Ok(code) => i32::from(code.code()),
+        Err(Fail(msg)) => {
+            let _ = writeln!(io::stderr(), "torchdx: {msg}");
+            2
+        }
+    }
+}
+
+/// Largest rule or data file read, in bytes: a rule is text a person writes.
+const MAX_RULE_FILE: u64 = 16 << 20;
+
+/// Reads the rule files of a folder as `torchdx_rules::listing` defines them (`*.toml`
+/// and `data/*.toml`), in pack order. Symlinks and files that are not regular files are
+/// refused, not followed or skipped (a `*.toml` link to `/proc/self/environ` would
+/// otherwise be read, and echoed in a diagnostic), as is a file that is not UTF-8.
+pub(crate) fn read_rule_dir(dir: &Path) -> Result<Vec<(String, String)>, Fail> {
+    use torchdx_rules::listing;
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for (sub, prefix) in [(dir.to_path_buf(), ""), (dir.join("data"), "data/")] {
+        let rd = match fs::read_dir(&sub) {
+            Ok(r) => r,
+            Err(e) if prefix.is_empty() => return Err(Fail(format!("{}: {e}", sub.display()))),
+            Err(_) => continue,
+        };
+        for e in rd {
+            let e = e.map_err(|e| Fail(format!("{}: {e}", sub.display())))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let listed = if prefix.is_empty() { listing::is_rule_name(&name) } else { listing::is_data_name(&name) };
+            if !listed {
+                continue;
+            }
+            let p = e.path();
+            let ft = e.file_type().map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+            if ft.is_symlink() {
+                return Err(Fail(format!(
+                    "{}: is a symbolic link; rule folders are read without following links (copy the file in)",
+                    p.display()
+                )));
+            }
+            if !ft.is_file() {
+                return Err(Fail(format!("{}: not a regular file", p.display())));
+            }
+            found.push((format!("{prefix}{name}"), p));
+        }
+    }
+    let mut names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+    listing::order(&mut names);
+    let mut out = Vec::new();
+    for n in names {
+        let Some((_, p)) = found.iter().find(|(m, _)| *m == n) else { continue };
+        let len = fs::metadata(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?.len();
+        if len > MAX_RULE_FILE {
+            return Err(Fail(format!("{}: {len} bytes; a rule file holds at most {MAX_RULE_FILE}", p.display())));
+        }
+        let bytes = fs::read(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            Fail(format!("{}:{line}: not UTF-8 (invalid byte at offset {at})", p.display()))
+        })?;
+        out.push((p.display().to_string(), text));
+    }
+    Ok(out)
+}
+
+/// Writes `path` (inside `dir`) through a temporary file and an atomic rename, never
+/// through a symbolic link: a `*.toml` link in a rule folder must not make `rules fmt` or
+/// `rules test --bless` rewrite a file elsewhere.
+pub(crate) fn write_inside(dir: &Path, path: &Path, text: &str) -> Result<(), Fail> {
+    let fail = |e: io::Error| Fail(format!("{}: {e}", path.display()));
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let (d, p) = (dir.canonicalize().map_err(fail)?, parent.canonicalize().map_err(fail)?);
+    if !p.starts_with(&d) {
+        return Err(Fail(format!("{}: outside {}", path.display(), dir.display())));
+    }
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Fail(format!("{}: is a symbolic link; not written", path.display())));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.torchdx-tmp"));
+    fs::write(&tmp, text).map_err(fail)?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        fail(e)
+    })
+}
+
+fn sources(files: &[(String, String)]) -> Vec<RuleSource<'_>> {
+    files.iter().map(|(n, t)| RuleSource { name: n, text: t }).collect()
+}
+
+/// The engine `--rules DIR` asks for: the built-in pack, plus DIR's rules. Errors name
+/// the file and line.
+pub fn engine_for(rules: &Option<PathBuf>) -> Result<Engine, String> {
+    engine_with(rules).map_err(|Fail(m)| m)
+}
+
+fn engine_with(rules: &Option<PathBuf>) -> Result<Engine, Fail> {
+    match rules {
+        None => Ok(Engine::builtin()),
+        Some(dir) => {
+            let files = read_rule_dir(dir)?;
+            Ok(Engine::with_extra(&sources(&files))?)
+        }
+    }
+}
+
+/// Inputs larger than this show a progress bar (on a terminal).
+const PROGRESS_MIN: u64 = 64 * 1024 * 1024;
+
+/// Streams a file or standard input through the engine in large chunks, so memory
+/// stays bounded whatever the input size.
+fn diagnose_input(engine: &Engine, file: &Option<PathBuf>) -> Result<torchdx_core::Report, Fail> {
+    let (mut reader, name, len): (Box<dyn Read>, String, Option<u64>) = match file {
+        Some(p) if p.is_dir() => return input::diagnose_path(engine, p).map_err(Fail),
+        Some(p) if p.as_os_str() != "-" => {
+            let len = fs::metadata(p).ok().map(|m| m.len());
+            let f = input::open(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+            (f, p.display().to_string(), len)
+        }
+        _ => (Box::new(io::stdin().lock()), "standard input".to_string(), None),
+    };
+    let bar = match len {
+        Some(n) if n > PROGRESS_MIN && io::stderr().is_terminal() => {
+            let b = indicatif::ProgressBar::new(n);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} diagnosing {bytes} {wide_bar} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Some(b)
+        }
+        _ => None,
+    };
+    let mut d = engine.stream();
+    input::feed_all(&mut d, &mut reader, |n| {
+        if let Some(b) = &bar {
+            b.inc(n as u64);
+        }
+    })
+    .map_err(|e| Fail(format!("{name}: {e}")))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(d.finish())
+}
+
+fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Fail> {
+    match file {
+        None => read_stdin(),
+        Some(p) if p.as_os_str() == "-" => read_stdin(),
+        Some(p) => fs::read(p).map_err(|e| Fail(format!("{}: {e}", p.display()))),
+    }
+}
+
+fn read_stdin() -> Result<Vec<u8>, Fail> {
+    let mut buf = Vec::new();
+    io::stdin().read_to_end(&mut buf).map_err(|e| Fail(format!("standard input: {e}")))?;
+    Ok(buf)
+}
+
+fn out(s: &str) -> Result<(), Fail> {
+    let mut o = io::stdout().lock();
+    match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
+        Ok(()) => Ok(()),
+        // A closed pipe (`| head`) is not an error worth a message.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Fail(format!("standard output: {e}"))),
+    }
+}
+
+/// The rule folder to work on: DIR, else `./rules` when it exists.
+fn rule_dir(dir: &Option<PathBuf>) -> Option<PathBuf> {
+    dir.clone().or_else(|| Some(PathBuf::from("rules")).filter(|p| p.is_dir()))
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Fail> {
+    match cli.cmd {
+        Cmd::Diagnose { file, format: fmt, rules, color, redact } => {
+            let engine = engine_with(&rules)?;
+            let report = if redact {
+                let bytes = read_input(&file)?;
+                let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
+                engine.diagnose(&r.text)
+            } else {
+                diagnose_input(&engine, &file)?
+            };
+            let color = match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            };
+            let text = match fmt {
+                Format::Json => report.to_json() + "\n",
+                Format::Md => report.to_markdown(),
+                Format::Text => report.to_text(color),
+            };
+            out(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Explain { id, list, facts, format: fmt } => {
+            if facts {
+                out(&docs::facts_markdown())?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let engine = Engine::builtin();
+            if list || id.is_none() {
+                let mut s = String::new();
+                for r in engine.pack().rules() {
+                    s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), docs::for_reader(&r.spec.title)));
+                }
+                out(&s)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id = id.unwrap_or_default();
+            let Some(rule) = engine.pack().rule(&id) else {
+                return Err(Fail(format!("no rule `{id}`; `torchdx explain --list` lists them")));
+            };
+            match fmt {
+                Format::Json => out(&(serde_json::to_string_pretty(&rule.spec)? + "\n"))?,
+                _ => out(&docs::explain_markdown(rule))?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Eval { dir, json, verbose } => eval::run(&dir, json.as_deref(), verbose),
+        Cmd::Redact { file } => {
+            let bytes = read_input(&file)?;
+            let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
+            out(&r.text)?;
+            let summary: Vec<String> = r.counts.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+            let _ = writeln!(
+                io::stderr(),
+                "torchdx: redacted {}",
+                if summary.is_empty() { "nothing".to_string() } else { summary.join(", ") }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Rules { cmd } => rules(cmd),
+    }
+}
+
+fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
+    match cmd {
+        RulesCmd::List { rules } => {
+            let engine = engine_with(&rules)?;
+            let mut s = String::new();
+            for r in engine.pack().rules() {
+                s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), docs::for_reader(&r.spec.title)));
+            }
+            out(&s)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Check { dir } => {
+            let (report, n_files) = check_dir(&dir)?;
+            let mut s = String::new();
+            for d in &report.diagnostics {
+                s.push_str(&d.report());
+                s.push('\n');
+            }
+            let mut counts = [0usize; 5];
+            for e in &report.examples {
+                let (label, i) = match e.status {
+                    Status::Validated => ("validated", 0),
+                    Status::Missing => ("missing", 1),
+                    Status::Noisy => ("noisy", 2),
+                    Status::KnownMiss => ("a known miss (todo)", 3),
+                    Status::Fixed => ("marked todo but now passes: remove `todo = true`", 4),
+                };
+                counts[i] += 1;
+                if !matches!(e.status, Status::Validated | Status::KnownMiss) {
+                    s.push_str(&format!(
+                        "error: example `{}` of rule `{}` is {label}\n  --> {}:{}\n",
+                        e.name, e.rule, e.file, e.line
+                    ));
+                    for d in &e.diffs {
+                        s.push_str(&format!("   = {d}\n"));
+                    }
+                    s.push('\n');
+                }
+            }
+            if report.examples.is_empty() {
+                s.push_str("error: no example ran: every rule needs [[example]] entries\n");
+            }
+            let todo = if counts[3] + counts[4] > 0 {
+                format!(", {} known misses, {} fixed todos", counts[3], counts[4])
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "{n_files} files, {} examples: {} validated, {} missing, {} noisy{todo}; {} problems\n",
+                report.examples.len(),
+                counts[0],
+                counts[1],
+                counts[2],
+                report.diagnostics.len()
+            ));
+            out(&s)?;
+            Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        RulesCmd::Test { dir, bless } => scaffold::test(&rule_dir(&dir), bless),
+        RulesCmd::New { id, dir } => scaffold::new_rule(&id, &dir),
+        RulesCmd::Fmt { dir, check } => scaffold::fmt(&rule_dir(&dir), check),
+        RulesCmd::Literals => {
+            let mut s = String::new();
+            for l in Engine::builtin().scan_literals() {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            out(&s)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Bundle { out: file, module, absent_from } => {
+            let pack = torchdx_core::builtin_precompiled();
+            if let Some(wasm) = absent_from {
+                let bytes = fs::read(&wasm).map_err(|e| Fail(format!("{}: {e}", wasm.display())))?;
+                // Each rule's mechanism is specific to it (core's code quotes no rule text).
+                let engine = Engine::builtin();
+                let found: Vec<&str> = engine
+                    .pack()
+                    .rules()
+                    .iter()
+                    .filter(|r| r.spec.mechanism.len() >= 60)
+                    .filter(|r| memchr::memmem::find(&bytes, r.spec.mechanism.trim().as_bytes()).is_some())
+                    .map(|r| r.id())
+                    .collect();
+                if !found.is_empty() {
+                    return Err(Fail(format!("{} embeds the rule text of {}", wasm.display(), found.join(", "))));
+                }
+                out(&format!("rule pack: not embedded in {}\n", wasm.display()))?;
+            }
+            if let Some(file) = file {
+                let literal = serde_json::to_string(pack)?;
+                let head =
+                    "// torchdx's built-in rule pack, precompiled (JSON text). Generated by `torchdx rules bundle`.\n";
+                let body = match module {
+                    Module::Esm => format!("{head}export default {literal};\n"),
+                    Module::Cjs => format!("{head}module.exports = {literal};\n"),
+                };
+                fs::write(&file, body).map_err(|e| Fail(format!("{}: {e}", file.display())))?;
+                out(&format!("rule pack: {} bytes of JSON -> {}\n", pack.len(), file.display()))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Examples { out: dir } => {
+            fs::create_dir_all(&dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+            let engine = Engine::builtin();
+            let mut n = 0;
+            for r in engine.pack().rules() {
+                for (i, e) in r.spec.examples.iter().enumerate() {
+                    let p = dir.join(format!("{}--{:02}-{}.log", r.id(), i, sanitize(&e.name)));
+                    fs::write(&p, &e.log).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
+                    n += 1;
+                }
+            }
+            out(&format!("wrote {n} example logs to {}\n", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RulesCmd::Docs { out: dir, check } => scaffold::docs(&dir, check),
+        RulesCmd::Schema { out: dir, check } => {
+            let report = torchdx_core::report_schema();
+            let rule = torchdx_core::spec::rule_schema();
+            let parsed = |s: &str| serde_json::from_str::<serde_json::Value>(s).map_err(|e| Fail(e.to_string()));
+            let dts = dts::declarations(&[&parsed(&report)?, &parsed(&rule)?]);
+            let files = [
+                ("report.schema.json", report),
+                ("rule.schema.json", rule),
+                ("ops.schema.json", torchdx_core::spec::ops_schema()),
+                ("families.schema.json", torchdx_core::spec::families_schema()),
+                ("notices.schema.json", torchdx_core::spec::notices_schema()),
+                ("ingest.schema.json", torchdx_core::spec::ingest_schema()),
+                ("codes.schema.json", torchdx_core::spec::codes_schema()),
+                ("torchdx.d.ts", dts),
+            ];
+            scaffold::write_or_check(&dir, &files, check, "torchdx rules schema")
+        }
+    }
+}
+
+/// Runs `rules check` over DIR (or the built-in pack); returns the report and file count.
+pub(crate) fn check_dir(dir: &Option<PathBuf>) -> Result<(check::CheckReport, usize), Fail> {
+    match rule_dir(dir) {
+        Some(d) => {
+            let files = read_rule_dir(&d)?;
+            let srcs = sources(&files);
+            // A folder with its own families table is a whole pack (the built-in folder,
+            // or a fork of it) and is checked alone; any other folder is an extra pack on
+            // top of the built-in one.
+            let whole = srcs.iter().any(|s| s.name.ends_with("data/families.toml"));
+            let base = if whole { Vec::new() } else { torchdx_core::builtin_sources() };
+            Ok((check::check(&srcs, &base), files.len()))
+        }
+        None => {
+            let srcs = torchdx_core::builtin_sources();
+            Ok((check::check(&srcs, &[]), srcs.len()))
+        }
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}
