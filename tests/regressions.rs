@@ -44,3 +44,45 @@ fn fuzz_regressions_replay() {
     }
     assert!(n >= 3, "the regression inputs are missing");
 }
+
+/// Output amplification (issue "Hostile input"): thousands of distinct loose reports of
+/// one rule were one finding each (20,000 lines: 85 MB of report, 14 s, and quadratic
+/// overlap checks). Past 32 per rule and stream they are counted on the last kept one,
+/// with the last line, and the report stays small.
+#[test]
+fn many_distinct_reports_of_one_rule_are_counted_not_listed() {
+    let engine = Engine::builtin();
+    // Letters, not digits: numbers in a message are one failure (a step counter).
+    let word = |mut i: usize| -> String {
+        (0..4)
+            .map(|_| {
+                let c = char::from(b'A' + (i % 26) as u8);
+                i /= 26;
+                c
+            })
+            .collect()
+    };
+    let log: String = (0..3000).map(|i| format!("cuDNN error: CUDNN_STATUS_{}\n", word(i))).collect();
+    let r = engine.diagnose(&log);
+    let of_rule: Vec<_> = r.findings.iter().filter(|f| f.id == "cudnn-error").collect();
+    assert_eq!(of_rule.len(), 32, "{} findings", r.findings.len());
+    let counted = of_rule.iter().find_map(|f| f.evidence.extra.get("similar_omitted")).and_then(|v| v.as_u64());
+    assert_eq!(counted, Some(3000 - 32));
+    let last = of_rule.iter().find_map(|f| f.evidence.extra.get("similar_last_line")).and_then(|v| v.as_u64());
+    assert_eq!(last, Some(3000));
+    assert!(r.to_json().len() < 400_000, "report of {} bytes", r.to_json().len());
+}
+
+/// Long lines of anchor words that all fail (`line line line ...`, `Killed Killed ...`):
+/// judged once per line, not once per hit (a 1 MiB line took 97 s). The diagnosis of
+/// such a line is cheap enough to run at test size without a timer: what it must not do
+/// is find anything.
+#[test]
+fn a_line_of_failing_anchor_words_is_not_a_failure() {
+    let engine = Engine::builtin();
+    for word in ["line ", "Killed ", "Error "] {
+        let r = engine.diagnose(&word.repeat(50_000));
+        assert!(r.findings.iter().all(|f| f.id != "host-oom-killed" || word == "Killed "), "{word}");
+        assert_eq!(r.input.lines, 1);
+    }
+}

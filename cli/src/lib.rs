@@ -332,7 +332,16 @@ fn diagnose_input(engine: &Engine, file: &Option<PathBuf>) -> Result<torchdx_cor
             let f = input::open(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
             (f, p.display().to_string(), len)
         }
-        _ => (Box::new(io::stdin().lock()), "standard input".to_string(), None),
+        _ => {
+            if io::stdin().is_terminal() {
+                // A silent wait looks like a hang to someone who expected a file argument.
+                let _ = writeln!(
+                    io::stderr(),
+                    "torchdx: reading the log from standard input: paste it, then press Ctrl-D (Ctrl-Z, Enter on Windows); or give a file: torchdx diagnose train.log"
+                );
+            }
+            (Box::new(io::stdin().lock()), "standard input".to_string(), None)
+        }
     };
     let bar = match len {
         Some(n) if n > PROGRESS_MIN && io::stderr().is_terminal() => {

@@ -15,8 +15,9 @@ Layout: ``OUT/<YYYY-MM-DD>/<job_id>/train.log[.gz]`` for a file job,
 and ``OUT/manifest.json`` describing every job: what was planted, not what torchdx says.
 A manifest entry's ``rank`` is the global rank of the failing process, and
 ``rank_stated`` says whether the log states it (a ``[rankN]:`` prefix, the launcher's
-``rank : N``, a log folder's rank folder: one node, so local ranks are global); without
-it (one process, no prefix) the log does not say. ``host`` is the failing process's
+``rank : N``, a log folder's rank folder: one node, so local ranks are global), and
+``rank_prefixed`` whether the failure's own lines carry it (a prefix, a rank folder);
+without either (one process, no prefix) the log does not say. ``host`` is the failing process's
 host, named in the log when ``host_in_log`` (the launcher's Root Cause summary; a
 snippet's own ``host :`` lines are rewritten to it, so a log never names two hosts for
 one failure); ``hosts_in_log`` lists every host the log names.
@@ -368,7 +369,8 @@ def generate(
                 entry["hosts_in_log"] = hosts_in_log
                 # does the log state the rank: the snippet's own prefix, the prefix
                 # written here, or the launcher's `rank : N`
-                entry["rank_stated"] = snippet is not None and (srank is not None or with_prefix or summary)
+                entry["rank_prefixed"] = snippet is not None and (srank is not None or with_prefix)
+                entry["rank_stated"] = entry["rank_prefixed"] or summary
                 data = ("\n".join(lines) + "\n").encode()
                 kinds = [k for k, p in (("ansi", 0.12), ("crlf", 0.12), ("cut", 0.10), ("latin1", 0.06)) if rng.random() < p]
                 data = _damage(rng, data, kinds)
@@ -384,6 +386,12 @@ def generate(
             i += 1
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def _snippet_lines(snippet, host):
+    """A snippet's lines without rank prefixes (a rank folder's own output), its hosts
+    rewritten to ``host``."""
+    return [HOST_LINE.sub(lambda m: m.group(1) + host, ln) for ln in _strip_prefix(snippet.log.rstrip("\n").split("\n"))]
 
 
 def _write_folder(rng, jdir, snippet, world, rank, host, noise, day, entry):
@@ -405,7 +413,7 @@ def _write_folder(rng, jdir, snippet, world, rank, host, noise, day, entry):
             (rd / "stdout.log").write_text("\n".join(steps) + "\n")
             err = ""
             if snippet is not None and r == rank and att == n_att - 1:
-                snip = _strip_prefix(snippet.log.rstrip("\n").split("\n"))
+                snip = _snippet_lines(snippet, host)
                 err = "\n".join(snip) + "\n"
                 tb = [ln for ln in snip if ln.strip()]
                 (rd / "error.json").write_text(
@@ -420,15 +428,16 @@ def _write_folder(rng, jdir, snippet, world, rank, host, noise, day, entry):
                 )
             elif snippet is not None and att < n_att - 1 and r == rank:
                 # an earlier attempt that died the same way
-                err = "\n".join(_strip_prefix(snippet.log.rstrip("\n").split("\n"))) + "\n"
+                err = "\n".join(_snippet_lines(snippet, host)) + "\n"
             (rd / "stderr.log").write_text(err)
             total += sum(f.stat().st_size for f in rd.iterdir())
     entry["bytes"] = total
     # rank folders are local ranks; on one node (world <= 8 here) they are the global ranks
     entry["rank"] = rank if snippet else None
-    entry["rank_stated"] = snippet is not None
-    entry["host_in_log"] = False
-    entry["hosts_in_log"] = []
+    entry["rank_stated"] = entry["rank_prefixed"] = snippet is not None
+    named = snippet is not None and any(HOST_LINE.match(ln) for ln in _snippet_lines(snippet, host))
+    entry["host_in_log"] = named
+    entry["hosts_in_log"] = [host] if named else []
     entry["world"] = world
     entry["attempts_in_folder"] = n_att
 

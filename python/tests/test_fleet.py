@@ -329,6 +329,7 @@ def test_all_input_kinds_give_the_same_summary(planted, tmp_path, cli):
     assert one.family == "hardware-fault"
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")  # Ray Data's own
 def test_ray_dataset_input(ray_cluster, planted):
     pa = pytest.importorskip("pyarrow")
     import ray

@@ -295,8 +295,8 @@ def read_jobs(
 
     Files are read with ``ray.data.read_binary_files(..., include_paths=True)``; each
     torchrun log folder is one job, an item of ``ray.data.from_items`` read on the worker
-    by ``torchdx.diagnose_file(folder)`` (so the folder must be visible to the workers:
-    a shared or local file system). The two inputs are united first, then go through
+    by the actor's ``Engine.diagnose_file(folder)`` (so the folder must be visible to the
+    workers: a shared or local file system). The two inputs are united first, then go through
     one pool of :class:`Diagnose` workers (``concurrency`` of them, ``num_cpus`` each;
     ``read_num_cpus`` for the read tasks). On a small cluster keep
     ``concurrency * num_cpus + read_num_cpus`` within the CPUs, or reads starve.
@@ -312,7 +312,7 @@ def read_jobs(
         inputs.append(ray.data.read_binary_files(files, include_paths=True, **({"num_cpus": read_num_cpus} if read_num_cpus is not None else {})))
     if dirs:
         # one item per folder, with a typed null `bytes` so the union has one schema;
-        # Diagnose reads the folder on the worker with torchdx.diagnose_file(folder)
+        # Diagnose reads the folder on the worker with its Engine.diagnose_file(folder)
         inputs.append(ray.data.from_items([{"path": d} for d in dirs]).map_batches(_folder_items, batch_format="pyarrow", **({"num_cpus": read_num_cpus} if read_num_cpus is not None else {})))
     ds = inputs[0] if len(inputs) == 1 else inputs[0].union(*inputs[1:])
     kw = dict(

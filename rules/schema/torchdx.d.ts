@@ -523,8 +523,8 @@ export type Expect = "match" | "no-match";
  */
 export interface LookupSpec {
   /**
-   * The row's family becomes the finding's (unless it is `other`): one generic rule
-   * then gives every code its own family.
+   * The row's family becomes the finding's: one generic rule then gives every code
+   * its own family.
    */
   family?: boolean;
   /**

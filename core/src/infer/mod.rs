@@ -55,6 +55,10 @@ pub(crate) struct Draft {
 }
 
 /// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
+/// Loose reports (outside a traceback) one rule makes in one stream before the rest are
+/// only counted (`similar_omitted`, `similar_last_line` on the last kept one).
+const MAX_LOOSE_PER_RULE: usize = 32;
+
 pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) -> Vec<Draft> {
     let mut drafts = Vec::new();
     let mut cache: BTreeMap<String, Bound> = BTreeMap::new();
@@ -99,6 +103,8 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     // takes the traceback over. A later exception of the same rule, printed with its own
     // class away from the traceback, is a failure of its own.
     let mut unmerged: Vec<(usize, Event)> = Vec::new();
+    let mut omitted: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
+    let mut kept: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for (si, e) in loose {
         let s = &streams[si];
         let near = |b: &Event| b.tb.is_some_and(|t| adjacent(s, s.tracebacks[t].chain, e.first));
@@ -142,6 +148,17 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             b.last = b.last.max(e.last);
             continue;
         }
+        // Output amplification: a log of 20,000 distinct `cuDNN error: X...` lines must
+        // not become 20,000 findings (an 85 MB report, quadratic grouping). Past the cap,
+        // a rule's further loose reports in a stream are counted on its last kept one.
+        let same = kept.entry((si, e.rule)).or_insert(0);
+        if *same >= MAX_LOOSE_PER_RULE {
+            let o = omitted.entry((si, e.rule)).or_insert((0, e.first));
+            o.0 += 1;
+            o.1 = e.first;
+            continue;
+        }
+        *same += 1;
         unmerged.push((si, e));
     }
     for (si, m) in chosen.iter().enumerate() {
@@ -149,8 +166,19 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             drafts.push(from_event(pack, &streams[si], e, log, &mut cache));
         }
     }
-    for (si, e) in &unmerged {
-        drafts.push(from_event(pack, &streams[*si], e, log, &mut cache));
+    let last_kept: BTreeMap<(usize, usize), usize> =
+        unmerged.iter().enumerate().map(|(k, (si, e))| ((*si, e.rule), k)).collect();
+    for (k, (si, e)) in unmerged.iter().enumerate() {
+        let mut d = from_event(pack, &streams[*si], e, log, &mut cache);
+        let last_of_rule = last_kept.get(&(*si, e.rule)) == Some(&k);
+        if let Some(&(n, last)) = omitted.get(&(*si, e.rule)).filter(|_| last_of_rule) {
+            let line = streams[*si].lines.get(last).map(|l| l.no);
+            d.finding.evidence.insert("similar_omitted", Value::from(n));
+            if let Some(line) = line {
+                d.finding.evidence.insert("similar_last_line", Value::from(line));
+            }
+        }
+        drafts.push(d);
     }
     for (si, s) in streams.iter().enumerate() {
         let chains: BTreeSet<usize> = s.tracebacks.iter().map(|t| t.chain).collect();

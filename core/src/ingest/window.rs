@@ -32,8 +32,13 @@ pub(crate) trait Trigger {
     /// (`Some(pattern)`) or structural literal (`None`), and marks the needles it sees
     /// in `seen`. `read` is how many bytes of the input have been read so far.
     fn scan(&self, bytes: &[u8], read: u64, seen: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>));
-    /// Whether anchor `pattern`, hit at byte `at` of raw line `raw`, could start a match.
-    fn could_match(&self, raw: &[u8], at: usize, pattern: usize) -> bool;
+    /// The raw line as text when it can be judged raw (plain ASCII, no colour codes),
+    /// `None` when every hit on it must be kept. Computed once per line: per-hit work
+    /// must not depend on the line's length.
+    fn judgeable<'l>(&self, raw: &'l [u8]) -> Option<&'l str>;
+    /// Whether anchor `pattern`, hit at byte `at` of a line judged by [`Trigger::judgeable`],
+    /// could start a match.
+    fn could_match(&self, text: &str, at: usize, pattern: usize) -> bool;
     /// Whether every line must be kept (the prefilter is off).
     fn keeps_everything(&self) -> bool;
     /// For a line whose anchor hits all failed: whether a structural literal or a needle
@@ -213,10 +218,16 @@ impl Window {
             let mut hit = false;
             let mut anchored = false;
             let line = &body[start..end];
+            // `Some(judged)` once a hit needs the line judged.
+            let mut judged: Option<Option<&str>> = None;
             while h < hits.len() && hits[h].0 < end {
                 let (off, p) = hits[h];
                 anchored |= p.is_some();
-                hit = hit || p.is_none_or(|p| trigger.could_match(line, off - start, p));
+                hit = hit
+                    || p.is_none_or(|p| match *judged.get_or_insert_with(|| trigger.judgeable(line)) {
+                        Some(text) => trigger.could_match(text, off - start, p),
+                        None => true,
+                    });
                 h += 1;
             }
             // The scan is leftmost-longest: an anchor that failed may have hidden a
@@ -248,7 +259,13 @@ impl Window {
     fn whole_line(&mut self, trigger: &dyn Trigger, raw: &[u8]) {
         let mut hits = Vec::new();
         trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
-        let hit = hits.iter().any(|&(off, p)| p.is_none_or(|p| trigger.could_match(raw, off, p)));
+        let judged = trigger.judgeable(raw);
+        let hit = hits.iter().any(|&(off, p)| {
+            p.is_none_or(|p| match judged {
+                Some(text) => trigger.could_match(text, off, p),
+                None => true,
+            })
+        });
         let hit = hit || (hits.iter().any(|h| h.1.is_some()) && trigger.rescan(raw, &mut self.seen));
         self.line(trigger, raw, hit);
     }
@@ -440,7 +457,10 @@ mod tests {
 
     impl Trigger for KeepAll {
         fn scan(&self, _: &[u8], _: u64, _: &mut [bool], _: &mut dyn FnMut(usize, Option<usize>)) {}
-        fn could_match(&self, _: &[u8], _: usize, _: usize) -> bool {
+        fn judgeable<'l>(&self, _: &'l [u8]) -> Option<&'l str> {
+            None
+        }
+        fn could_match(&self, _: &str, _: usize, _: usize) -> bool {
             true
         }
         fn keeps_everything(&self) -> bool {
@@ -448,6 +468,53 @@ mod tests {
         }
         fn rescan(&self, _: &[u8], _: &mut [bool]) -> bool {
             true
+        }
+    }
+
+    /// A trigger whose every `line` word is an anchor hit that fails, counting how often
+    /// a line is judged and how many hits are tried.
+    #[derive(Default)]
+    struct FailingHits {
+        judged: std::cell::Cell<usize>,
+        tried: std::cell::Cell<usize>,
+    }
+
+    impl Trigger for FailingHits {
+        fn scan(&self, bytes: &[u8], _: u64, _: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>)) {
+            for (i, _) in bytes.windows(5).enumerate().filter(|(_, w)| w == b"line ") {
+                hit(i, Some(0));
+            }
+        }
+        fn judgeable<'l>(&self, raw: &'l [u8]) -> Option<&'l str> {
+            self.judged.set(self.judged.get() + 1);
+            std::str::from_utf8(raw).ok()
+        }
+        fn could_match(&self, _: &str, _: usize, _: usize) -> bool {
+            self.tried.set(self.tried.get() + 1);
+            false
+        }
+        fn keeps_everything(&self) -> bool {
+            false
+        }
+        fn rescan(&self, _: &[u8], _: &mut [bool]) -> bool {
+            false
+        }
+    }
+
+    /// One long line of anchor words that all fail (`line line line ...`): the line is
+    /// judged once, not once per hit (per-hit work was O(line), the line O(line²): a
+    /// 1 MiB line took 97 s).
+    #[test]
+    fn a_line_of_failing_anchor_hits_is_judged_once() {
+        for (chunk, n) in [(usize::MAX, 20_000), (4096, 20_000)] {
+            let t = FailingHits::default();
+            let log = "line ".repeat(n) + "\nline after\n";
+            let mut d = Window::new(0, Vec::new(), Limits::default());
+            for c in log.as_bytes().chunks(chunk.min(log.len())) {
+                d.feed(&t, c);
+            }
+            assert_eq!(t.judged.get(), 2, "chunk {chunk}: one judgement per line");
+            assert_eq!(t.tried.get(), n + 1, "chunk {chunk}: every hit tried once");
         }
     }
 

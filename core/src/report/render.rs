@@ -132,6 +132,20 @@ fn rank_rows(report: &Report) -> Vec<RankRow<'_>> {
     rows
 }
 
+/// `line 35`, or `lines 35-41`.
+fn lines_of(f: &Finding) -> String {
+    let (a, b) = (f.location.line, f.location.end_line);
+    if a == b {
+        format!("line {a}")
+    } else {
+        format!("lines {a}-{b}")
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn role_name(r: Role) -> &'static str {
     match r {
         Role::Initiating => "initiating",
@@ -190,7 +204,7 @@ pub fn text(report: &Report, color: bool) -> String {
     let st = Style { on: color };
     let mut o = String::new();
     if report.findings.is_empty() {
-        let _ = writeln!(o, "No failure found in {} lines.", report.input.lines);
+        let _ = writeln!(o, "No failure found in {}.", plural(report.input.lines, "line", "lines"));
         let _ = writeln!(o, "torchdx looks for Python tracebacks and PyTorch, CUDA, NCCL and torchrun error messages; paste the log from the first error to the end.");
         if report.input.truncated_lines > 0 {
             let _ = writeln!(
@@ -222,10 +236,7 @@ pub fn text(report: &Report, color: bool) -> String {
         let _ = writeln!(
             o,
             "  {}",
-            st.dim(
-                &format!("{tag}, {:?} confidence, lines {}-{}", f.confidence, f.location.line, f.location.end_line)
-                    .to_lowercase()
-            )
+            st.dim(&format!("{tag}, {:?} confidence, {}", f.confidence, lines_of(f)).to_lowercase())
         );
         if let Some(c) = &f.culprit {
             let _ = writeln!(o, "\n  {} {}", st.bold("Culprit:"), c.summary);
@@ -249,10 +260,14 @@ pub fn text(report: &Report, color: bool) -> String {
             let _ = writeln!(o, "    {}", st.green(l));
         }
         let _ = writeln!(o, "\n  {} {}", st.bold("Verify:"), f.verify);
+        let _ = writeln!(o, "  {} {}", st.bold("Prevent:"), f.prevent);
         if !f.missing.is_empty() {
-            let _ = writeln!(o, "  {} {}", st.bold("Missing:"), f.missing.join("; "));
+            let _ = writeln!(o, "\n  {}", st.bold("Missing"));
+            for m in &f.missing {
+                let _ = writeln!(o, "    - {m}");
+            }
         }
-        let _ = writeln!(o, "  {} {}", st.bold("Next:"), f.next_action);
+        let _ = writeln!(o, "\n  {} {}", st.bold("Next:"), f.next_action);
     }
     let collateral: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
     if !collateral.is_empty() && report.initiating.is_some() {
@@ -298,18 +313,19 @@ pub fn text(report: &Report, color: bool) -> String {
 pub fn markdown(report: &Report) -> String {
     let mut o = String::new();
     if report.findings.is_empty() {
-        let _ = writeln!(o, "**torchdx:** no failure found in {} lines.", report.input.lines);
+        let _ = writeln!(o, "**torchdx:** no failure found in {}.", plural(report.input.lines, "line", "lines"));
         return o;
     }
+    let grouped = report.initiating.is_some();
     for f in &report.findings {
+        if f.role == Role::Collateral && grouped {
+            continue;
+        }
         let w = who(f);
         let _ =
             writeln!(o, "## {} (`{}`{})\n", f.title, f.id, if w.is_empty() { String::new() } else { format!(", {w}") });
-        let _ = writeln!(
-            o,
-            "*{:?}, {:?} confidence, lines {}–{}*\n",
-            f.role, f.confidence, f.location.line, f.location.end_line
-        );
+        let confidence = format!("{:?}", f.confidence).to_lowercase();
+        let _ = writeln!(o, "*{}, {confidence} confidence, {}*\n", role_name(f.role), lines_of(f));
         if f.role == Role::Collateral {
             continue;
         }
@@ -330,9 +346,24 @@ pub fn markdown(report: &Report) -> String {
         }
         let _ = writeln!(o, "**Fix.** {}\n\n**Verify.** {}\n\n**Prevent.** {}\n", f.fix, f.verify, f.prevent);
         if !f.missing.is_empty() {
-            let _ = writeln!(o, "**Missing:** {}\n", f.missing.join("; "));
+            let _ = writeln!(o, "**Missing**\n");
+            for m in &f.missing {
+                let _ = writeln!(o, "- {m}");
+            }
+            let _ = writeln!(o);
         }
         let _ = writeln!(o, "**Next:** {}\n", f.next_action);
+    }
+    let collateral: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
+    if grouped && !collateral.is_empty() {
+        let _ = writeln!(o, "### Collateral (echoes of the failure above)\n\n| ranks | lines | what |\n|---|---|---|");
+        for f in collateral {
+            let ranks = if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() };
+            let ranks = if ranks.is_empty() { "launcher".to_string() } else { compress_ranks(&ranks) };
+            let lines = lines_of(f).trim_start_matches("lines ").trim_start_matches("line ").to_string();
+            let _ = writeln!(o, "| {ranks} | {lines} | {} (`{}`) |", f.title.replace('|', "\\|"), f.id);
+        }
+        let _ = writeln!(o);
     }
     let rows = rank_rows(report);
     if !rows.is_empty() {

@@ -238,8 +238,8 @@ impl Trigger for Scan<'_> {
         }
     }
 
-    /// Lines with colour codes are always kept (a code may sit inside the message).
-    fn could_match(&self, raw: &[u8], at: usize, pattern: usize) -> bool {
+    /// Lines with colour codes are never judged (a code may sit inside the message).
+    fn judgeable<'l>(&self, raw: &'l [u8]) -> Option<&'l str> {
         // Only a plain ASCII line can be judged raw: colour codes, typographic quotes
         // and full-width colons are normalised by the cleaner first.
         if !raw.is_ascii()
@@ -247,9 +247,12 @@ impl Trigger for Scan<'_> {
             || memchr::memmem::find(raw, b"[0m").is_some()
             || memchr::memmem::find(raw, b"[1m").is_some()
         {
-            return true;
+            return None;
         }
-        let Ok(text) = std::str::from_utf8(raw) else { return true };
+        std::str::from_utf8(raw).ok()
+    }
+
+    fn could_match(&self, text: &str, at: usize, pattern: usize) -> bool {
         let rules = self.pack.rules();
         self.prefilter.anchored[pattern].iter().any(|a| {
             let t = &rules[a.rule].templates[a.template];
