@@ -20,6 +20,8 @@ if [ ! -x "$DEPS/bin/python" ]; then
 fi
 "$DEPS/bin/python" -c "import maturin, ziglang" 2>/dev/null || "$DEPS/bin/pip" install -q "maturin>=1.7,<2" ziglang
 "$DEPS/bin/python" -c "import torch, IPython, pytest, mypy" 2>/dev/null || "$DEPS/bin/pip" install -q torch ipython pytest mypy
+# Ray and Arrow for the fleet tests (python/tests/test_ray.py, test_fleet.py)
+"$DEPS/bin/python" -c "import ray, pyarrow, pandas" 2>/dev/null || "$DEPS/bin/pip" install -q "ray[data]>=2.9" "pyarrow>=14" pandas
 
 rm -rf target/wheels
 (cd python && PATH="$DEPS/bin:$PATH" maturin build --release --locked --zig --compatibility manylinux2014 -o ../target/wheels)

@@ -163,6 +163,11 @@ fn field_value<'a>(t: &'a str, key: &str) -> Option<(usize, &'a str)> {
 }
 
 fn field(t: &str, extra: &[String]) -> Option<Raised> {
+    // Most lines hold no quoted key at all: one pass over the bytes rules them out
+    // before a pattern per key and quote is built and searched.
+    if !t.as_bytes().windows(2).any(|w| matches!(w[0], b'\'' | b'"') && w[1] == b':') {
+        return None;
+    }
     for key in CLASS_KEYS {
         let Some((col, v)) = field_value(t, key) else { continue };
         let v = v.trim();

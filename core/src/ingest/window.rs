@@ -43,7 +43,10 @@ pub(crate) trait Trigger {
     fn keeps_everything(&self) -> bool;
     /// For a line whose anchor hits all failed: whether a structural literal or a needle
     /// occurs in it after all (overlapping search; marks the needles in `seen`).
-    fn rescan(&self, raw: &[u8], seen: &mut [bool]) -> bool;
+    ///
+    /// `anchors` are the failed anchor hits of the line (offset, pattern): only what
+    /// overlaps them can have been hidden, so only their neighbourhood is searched.
+    fn rescan(&self, raw: &[u8], anchors: &[(usize, usize)], seen: &mut [bool]) -> bool;
 }
 
 /// What a window retained of a whole input.
@@ -216,13 +219,12 @@ impl Window {
                 h += 1;
             }
             let mut hit = false;
-            let mut anchored = false;
+            let first_hit = h;
             let line = &body[start..end];
             // `Some(judged)` once a hit needs the line judged.
             let mut judged: Option<Option<&str>> = None;
             while h < hits.len() && hits[h].0 < end {
                 let (off, p) = hits[h];
-                anchored |= p.is_some();
                 hit = hit
                     || p.is_none_or(|p| match *judged.get_or_insert_with(|| trigger.judgeable(line)) {
                         Some(text) => trigger.could_match(text, off - start, p),
@@ -232,8 +234,10 @@ impl Window {
             }
             // The scan is leftmost-longest: an anchor that failed may have hidden a
             // structural literal or a needle overlapping it (`ValueError:` over `Error:`).
-            if anchored && !hit {
-                hit = trigger.rescan(line, &mut self.seen);
+            if !hit && h > first_hit {
+                let failed: Vec<(usize, usize)> =
+                    hits[first_hit..h].iter().filter_map(|&(off, p)| Some((off - start, p?))).collect();
+                hit = !failed.is_empty() && trigger.rescan(line, &failed, &mut self.seen);
             }
             self.line(trigger, line, hit);
             start = end + 1;
@@ -266,7 +270,8 @@ impl Window {
                 None => true,
             })
         });
-        let hit = hit || (hits.iter().any(|h| h.1.is_some()) && trigger.rescan(raw, &mut self.seen));
+        let failed: Vec<(usize, usize)> = hits.iter().filter_map(|&(off, p)| Some((off, p?))).collect();
+        let hit = hit || (!failed.is_empty() && trigger.rescan(raw, &failed, &mut self.seen));
         self.line(trigger, raw, hit);
     }
 
@@ -466,7 +471,7 @@ mod tests {
         fn keeps_everything(&self) -> bool {
             true
         }
-        fn rescan(&self, _: &[u8], _: &mut [bool]) -> bool {
+        fn rescan(&self, _: &[u8], _: &[(usize, usize)], _: &mut [bool]) -> bool {
             true
         }
     }
@@ -496,7 +501,7 @@ mod tests {
         fn keeps_everything(&self) -> bool {
             false
         }
-        fn rescan(&self, _: &[u8], _: &mut [bool]) -> bool {
+        fn rescan(&self, _: &[u8], _: &[(usize, usize)], _: &mut [bool]) -> bool {
             false
         }
     }
