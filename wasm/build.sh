@@ -18,7 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUDGET_GZIP=$((350 * 1024))   # bytes, gzip -9 of the .wasm (issue 6)
+# bytes, gzip -9 of the .wasm. 350 KiB until 2026-12-01 (issue 6); raised to 420 KiB when
+# the recognition, rank and code-table work of issues 15-18 took the module from 337 to
+# 401 KiB (spread over the engine: no single item above 25 KB; the alternative, opt-level
+# "z" for all of it, makes WASM 2.7x slower). wasm/README.md, Size.
+BUDGET_GZIP=$((420 * 1024))
 PROFILE=${WASM_PROFILE:-wasm-release}
 # opt-level "s" (and wasm-opt -Os below): "z" makes a module 11% smaller gzip but 2.7x
 # slower in steady state (45 against 17 ms on a 1 MB log in Node); "s" keeps both the
