@@ -231,17 +231,15 @@ fn folder_members(dir: &Path) -> io::Result<Vec<Member>> {
             tail.drain(..keep);
         }
     };
-    let stderr_has_tb: Vec<bool> = members
-        .iter()
-        .map(|m| {
-            m.path.file_name().is_some_and(|n| n == "error.json")
-                && m.path.parent().is_some_and(|d| {
-                    ["stderr.log", "stderr.log.gz", "stdout.log"].iter().any(|s| has_traceback(&d.join(s)))
-                })
-        })
-        .collect();
-    let mut keep = stderr_has_tb.iter().map(|&skip| !skip);
-    members.retain(|_| keep.next().unwrap_or(true));
+    members.retain(|m| {
+        let error_file = m.path.file_name().is_some_and(|n| n == "error.json");
+        let told = || {
+            m.path.parent().is_some_and(|d| {
+                ["stderr.log", "stderr.log.gz", "stdout.log"].iter().any(|s| has_traceback(&d.join(s)))
+            })
+        };
+        !(error_file && told())
+    });
     // Workers first, by local rank (stderr before stdout within a worker), then the rest.
     members.sort_by_key(|m| (m.local_rank.is_none(), m.local_rank, m.path.clone()));
     Ok(members)

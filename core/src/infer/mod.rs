@@ -218,9 +218,21 @@ fn loose_draft(pack: &Pack, rule: &Rule, s: &Stream<'_>, x: &Loose, log: &LogFac
     let mut ev = incident_evidence(&inc);
     ev.insert("shown_as", Value::from(x.shape));
     let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
+    fallback_draft(pack, rule, &inc, &inc.frames, ev, rank, log)
+}
+
+/// A draft of the fallback rule (an exception no template matched), bound to its text.
+fn fallback_draft(
+    pack: &Pack,
+    rule: &Rule,
+    inc: &Incident<'_>,
+    frames: &[&Frame],
+    mut ev: Evidence,
+    rank: Option<u32>,
+    log: &LogFacts<'_>,
+) -> Draft {
     scrub(&mut ev);
-    let frames = inc.frames.clone();
-    let ctx = Bind { pack, rule, frames: &frames, log, rank, location: inc.location, role_op: None };
+    let ctx = Bind { pack, rule, frames, log, rank, location: inc.location, role_op: None };
     let (finding, collateral) = bind(&ctx, ev);
     let key = dedupe_key(&finding);
     let per_rank = per_rank_of(&finding);
@@ -419,23 +431,7 @@ fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &Lo
         ev.insert("final_exception", Value::from(fx.short_class()));
         ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
-    scrub(&mut ev);
-    let ctx = Bind { pack, rule, frames: &[], log, rank, location: inc.location, role_op: None };
-    let (finding, collateral) = bind(&ctx, ev);
-    let key = dedupe_key(&finding);
-    let per_rank = per_rank_of(&finding);
-    Some(Draft {
-        finding,
-        collateral: collateral.unwrap_or(rule.spec.collateral),
-        recognized: false,
-        launcher: rule.spec.launcher_summary,
-        teardown: rule.spec.teardown,
-        handled: inc.handled,
-        ts: inc.ts,
-        per_rank,
-        reports: 1,
-        key,
-    })
+    Some(fallback_draft(pack, rule, &inc, &[], ev, rank, log))
 }
 
 /// Where a report says its rank stood: its failing frame, or for a collective timeout

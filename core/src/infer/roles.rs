@@ -262,7 +262,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             let what = f.evidence.exception.clone().unwrap_or_else(|| f.title.clone());
             TimelineEntry {
                 time: d.ts.map(|t| t.clock()),
-                ranks: if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() },
+                ranks: f.reporting_ranks(),
                 finding: pos(k),
                 text: format!("{who}: {what} ({})", f.id),
             }

@@ -47,6 +47,23 @@ pub struct Line {
     pub logger: bool,
 }
 
+impl Line {
+    /// Line `no` with no text and nothing read from a prefix yet.
+    pub(crate) const fn empty(no: u64, truncated: bool) -> Line {
+        Line {
+            no,
+            text: String::new(),
+            rank: None,
+            local: false,
+            host: None,
+            ts: None,
+            level: None,
+            truncated,
+            logger: false,
+        }
+    }
+}
+
 /// A wall-clock instant within a year, comparable across the formats logs carry.
 /// Years are ignored (logs rarely span New Year, and glog omits them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -106,17 +123,7 @@ impl Cleaner {
         let text = resolve_carriage_returns(&decoded);
         let text = strip_ansi(text);
         let text = normalize_punctuation(&text);
-        let mut line = Line {
-            no,
-            text: String::new(),
-            rank: None,
-            local: false,
-            host: None,
-            ts: None,
-            level: None,
-            truncated,
-            logger: false,
-        };
+        let mut line = Line::empty(no, truncated);
         let rest = strip_prefixes(&text, &mut line);
         line.text = unbox(rest).to_string();
         let bare = line.rank.is_none() && line.level.is_none() && line.ts.is_none() && self.is_continuation(&line.text);

@@ -44,9 +44,10 @@ pub(crate) trait Trigger {
     /// For a line whose anchor hits all failed: whether a structural literal or a needle
     /// occurs in it after all (overlapping search; marks the needles in `seen`).
     ///
-    /// `anchors` are the failed anchor hits of the line (offset, pattern): only what
-    /// overlaps them can have been hidden, so only their neighbourhood is searched.
-    fn rescan(&self, raw: &[u8], anchors: &[(usize, usize)], seen: &mut [bool]) -> bool;
+    /// `hits` are the line's hits (offset from `base`, pattern; `None` for a structural
+    /// literal): only what overlaps a failed anchor can have been hidden, so only the
+    /// anchors are searched around.
+    fn rescan(&self, raw: &[u8], hits: &[(usize, Option<usize>)], base: usize, seen: &mut [bool]) -> bool;
 }
 
 /// What a window retained of a whole input.
@@ -234,10 +235,9 @@ impl Window {
             }
             // The scan is leftmost-longest: an anchor that failed may have hidden a
             // structural literal or a needle overlapping it (`ValueError:` over `Error:`).
-            if !hit && h > first_hit {
-                let failed: Vec<(usize, usize)> =
-                    hits[first_hit..h].iter().filter_map(|&(off, p)| Some((off - start, p?))).collect();
-                hit = !failed.is_empty() && trigger.rescan(line, &failed, &mut self.seen);
+            let line_hits = &hits[first_hit..h];
+            if !hit && line_hits.iter().any(|h| h.1.is_some()) {
+                hit = trigger.rescan(line, line_hits, start, &mut self.seen);
             }
             self.line(trigger, line, hit);
             start = end + 1;
@@ -270,8 +270,7 @@ impl Window {
                 None => true,
             })
         });
-        let failed: Vec<(usize, usize)> = hits.iter().filter_map(|&(off, p)| Some((off, p?))).collect();
-        let hit = hit || (!failed.is_empty() && trigger.rescan(raw, &failed, &mut self.seen));
+        let hit = hit || (hits.iter().any(|h| h.1.is_some()) && trigger.rescan(raw, &hits, 0, &mut self.seen));
         self.line(trigger, raw, hit);
     }
 
@@ -471,7 +470,7 @@ mod tests {
         fn keeps_everything(&self) -> bool {
             true
         }
-        fn rescan(&self, _: &[u8], _: &[(usize, usize)], _: &mut [bool]) -> bool {
+        fn rescan(&self, _: &[u8], _: &[(usize, Option<usize>)], _: usize, _: &mut [bool]) -> bool {
             true
         }
     }
@@ -501,7 +500,7 @@ mod tests {
         fn keeps_everything(&self) -> bool {
             false
         }
-        fn rescan(&self, _: &[u8], _: &[(usize, usize)], _: &mut [bool]) -> bool {
+        fn rescan(&self, _: &[u8], _: &[(usize, Option<usize>)], _: usize, _: &mut [bool]) -> bool {
             false
         }
     }

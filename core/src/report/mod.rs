@@ -191,6 +191,17 @@ pub struct Finding {
     pub trace: Trace,
 }
 
+impl Finding {
+    /// Every rank that reported it: `ranks`, or the one `rank` when it was not merged.
+    pub(crate) fn reporting_ranks(&self) -> Vec<u32> {
+        if self.ranks.is_empty() {
+            self.rank.into_iter().collect()
+        } else {
+            self.ranks.clone()
+        }
+    }
+}
+
 /// The named `[[case]]` and `[[culprit_case]]` of a rule that made a finding.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {

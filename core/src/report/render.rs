@@ -1,6 +1,7 @@
 //! Human-readable renderings of a [`Report`]: plain text for a terminal (optionally
 //! coloured) and Markdown for issues and chat.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{compress_ranks, value_text, Evidence, Finding, Report, Role};
@@ -72,14 +73,15 @@ struct RankRow<'a> {
     first: &'a Finding,
     time: Option<&'a str>,
     more: usize,
+    /// The finding's location is this row's report (a finding merged over ranks keeps
+    /// its first report's place): the row shows the line, and shares itself with no rank.
+    at_location: bool,
 }
 
 impl RankRow<'_> {
-    /// `line N` where the row's report is the one the finding points at, else nothing
-    /// (a finding merged over ranks keeps its first report's place).
+    /// The time and, where [`RankRow::at_location`], `line N`.
     fn when(&self, sep: &str) -> String {
-        let line = (self.first.rank.is_some_and(|r| self.ranks.contains(&r)) || self.first.ranks.len() <= 1)
-            .then(|| format!("line {}", self.first.location.line));
+        let line = self.at_location.then(|| format!("line {}", self.first.location.line));
         match (self.time, line) {
             (Some(t), Some(l)) => format!("{t}{sep}{l}"),
             (Some(t), None) => t.to_string(),
@@ -92,24 +94,28 @@ impl RankRow<'_> {
 /// Per rank, its first report (in timeline order) and the count of later ones. Empty
 /// unless at least two ranks reported.
 fn rank_rows(report: &Report) -> Vec<RankRow<'_>> {
-    // Per rank first: (rank, finding index, time, later reports).
+    // Per rank first: (rank, finding index, time, later reports), in first-seen order.
     let mut per: Vec<(u32, usize, Option<&str>, usize)> = Vec::new();
+    let mut index: BTreeMap<u32, usize> = BTreeMap::new();
     for t in &report.timeline {
         if t.finding >= report.findings.len() {
             continue;
         }
         for &r in &t.ranks {
-            match per.iter_mut().find(|x| x.0 == r) {
-                Some(x) => x.3 += 1,
-                None => per.push((r, t.finding, t.time.as_deref(), 0)),
+            match index.get(&r) {
+                Some(&k) => per[k].3 += 1,
+                None => {
+                    index.insert(r, per.len());
+                    per.push((r, t.finding, t.time.as_deref(), 0));
+                }
             }
         }
     }
     // Findings the timeline did not list still give their ranks a row.
     for (i, f) in report.findings.iter().enumerate() {
-        let ranks: Vec<u32> = if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() };
-        for r in ranks {
-            if !per.iter().any(|x| x.0 == r) {
+        for r in f.reporting_ranks() {
+            if let std::collections::btree_map::Entry::Vacant(e) = index.entry(r) {
+                e.insert(per.len());
                 per.push((r, i, None, 0));
             }
         }
@@ -120,10 +126,15 @@ fn rank_rows(report: &Report) -> Vec<RankRow<'_>> {
     let mut rows: Vec<RankRow<'_>> = Vec::new();
     for (r, i, time, more) in per {
         let f = &report.findings[i];
-        let alone = f.rank == Some(r) && f.ranks.len() > 1;
-        match rows.iter_mut().find(|x| std::ptr::eq(x.first, f) && x.time == time && x.more == more && !alone) {
-            Some(x) if !x.ranks.iter().any(|&q| f.rank == Some(q) && f.ranks.len() > 1) => x.ranks.push(r),
-            _ => rows.push(RankRow { ranks: vec![r], first: f, time, more }),
+        let at_location = f.rank == Some(r) || f.ranks.len() <= 1;
+        let shared = (!at_location)
+            .then(|| {
+                rows.iter_mut().find(|x| !x.at_location && std::ptr::eq(x.first, f) && x.time == time && x.more == more)
+            })
+            .flatten();
+        match shared {
+            Some(x) => x.ranks.push(r),
+            None => rows.push(RankRow { ranks: vec![r], first: f, time, more, at_location }),
         }
     }
     for r in &mut rows {
@@ -159,11 +170,8 @@ fn suspect_sentence(report: &Report) -> Option<String> {
     let init = report.primary()?;
     let echoes: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
     let echo_ranks: Vec<u32> = {
-        let mut v: Vec<u32> = echoes
-            .iter()
-            .flat_map(|f| if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() })
-            .filter(|&r| Some(r) != init.rank)
-            .collect();
+        let mut v: Vec<u32> =
+            echoes.iter().flat_map(|f| f.reporting_ranks()).filter(|&r| Some(r) != init.rank).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -358,7 +366,7 @@ pub fn markdown(report: &Report) -> String {
     if grouped && !collateral.is_empty() {
         let _ = writeln!(o, "### Collateral (echoes of the failure above)\n\n| ranks | lines | what |\n|---|---|---|");
         for f in collateral {
-            let ranks = if f.ranks.is_empty() { f.rank.into_iter().collect() } else { f.ranks.clone() };
+            let ranks = f.reporting_ranks();
             let ranks = if ranks.is_empty() { "launcher".to_string() } else { compress_ranks(&ranks) };
             let lines = lines_of(f).trim_start_matches("lines ").trim_start_matches("line ").to_string();
             let _ = writeln!(o, "| {ranks} | {lines} | {} (`{}`) |", f.title.replace('|', "\\|"), f.id);

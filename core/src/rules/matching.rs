@@ -23,17 +23,7 @@ use crate::ingest::{Line, Timestamp};
 use crate::report::{Evidence, Location};
 
 /// A blank line marking a gap between retained windows of one stream.
-static GAP: Line = Line {
-    no: 0,
-    text: String::new(),
-    rank: None,
-    local: false,
-    host: None,
-    ts: None,
-    level: None,
-    truncated: false,
-    logger: false,
-};
+static GAP: Line = Line::empty(0, false);
 
 /// One template match, placed in its stream.
 #[derive(Clone, Debug)]

@@ -275,14 +275,14 @@ impl Trigger for Scan<'_> {
         !self.prefilter.enabled
     }
 
-    fn rescan(&self, raw: &[u8], anchors: &[(usize, usize)], seen: &mut [bool]) -> bool {
+    fn rescan(&self, raw: &[u8], hits: &[(usize, Option<usize>)], base: usize, seen: &mut [bool]) -> bool {
         let pre = self.prefilter;
         // The scan is leftmost-longest, so a literal it hid starts inside a reported
         // anchor: try an anchored search at each byte of each failed anchor (a few
         // transitions each) instead of searching the line (a quarter of all scan time on
         // generated training logs, where common words are anchors).
         let mut found = false;
-        for &(off, p) in anchors {
+        for (off, p) in hits.iter().filter_map(|&(off, p)| Some((off - base, p?))) {
             let len = pre.scan_patterns.get(p).map_or(0, String::len);
             for at in off..off.saturating_add(len).min(raw.len()) {
                 let end = at.saturating_add(pre.rescan_max).min(raw.len());
