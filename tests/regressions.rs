@@ -86,3 +86,51 @@ fn a_line_of_failing_anchor_words_is_not_a_failure() {
         assert_eq!(r.input.lines, 1);
     }
 }
+
+/// The root cause is not evicted by the memory bound: a rank-5 device mismatch followed
+/// by thousands of logged retry tracebacks (the full size, 40,000 tracebacks in 10 MB,
+/// is the same at the default 16 MiB bound; here the bound is 64 KiB). The earliest
+/// windows stay, the middle goes, and the report counts the lines dropped.
+#[test]
+fn the_first_failure_survives_the_memory_bound() {
+    use torchdx_core::{EngineBuilder, Limits};
+    let mut log = String::from(
+        "[rank5]: Traceback (most recent call last):\n\
+         [rank5]:   File \"/job/train.py\", line 40, in <module>\n\
+         [rank5]:     loss = loss_fn(out, labels)\n\
+         [rank5]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:5 and cpu! (when checking argument for argument target in method wrapper_CUDA_nll_loss_forward)\n",
+    );
+    for i in 0..4000 {
+        log.push_str(&format!(
+            "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/job/fetch.py\", line {}, in get\n[rank0]:     r = session.get(url)\n[rank0]: ConnectionError: Max retries exceeded with url: /shard/{i}\n",
+            i % 500 + 1
+        ));
+    }
+    let limits = Limits { max_retained_bytes: 64 * 1024, ..Limits::default() };
+    let engine = EngineBuilder::new(torchdx_core::builtin_pack().expect("pack")).limits(limits).build();
+    let r = engine.diagnose(&log);
+    let init = r.primary().expect("an initiating finding");
+    assert_eq!((init.id.as_str(), init.rank), ("device-mismatch", Some(5)), "{}", r.to_text(false));
+    assert!(r.input.dropped_lines > 0, "the drop is reported");
+    assert!(r.to_text_width(false, 1000).contains("were dropped to stay within the memory bound"));
+    // Within the bound nothing is dropped and the field is absent from the JSON.
+    let small = Engine::builtin().diagnose(&log[..4000]);
+    assert_eq!(small.input.dropped_lines, 0);
+    assert!(!small.to_json().contains("dropped_lines"));
+}
+
+/// A number in a rank's place too large to be a rank (`[rank4294967295]:`) is not one:
+/// every finding's rank is listed in `input.ranks`.
+#[test]
+fn a_rank_beyond_any_job_is_not_a_rank() {
+    let log = "[rank4294967295]: RuntimeError: CUDA error: an illegal memory access was encountered\n\
+               [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n";
+    let r = Engine::builtin().diagnose(log);
+    assert!(!r.findings.is_empty());
+    for f in &r.findings {
+        for rank in f.rank.iter().chain(f.ranks.iter()) {
+            assert!(r.input.ranks.contains(rank), "rank {rank} not in {:?}", r.input.ranks);
+        }
+    }
+    assert_eq!(r.input.ranks, vec![3]);
+}

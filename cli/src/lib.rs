@@ -80,6 +80,10 @@ enum Cmd {
         rules: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// Wrap text output to this many columns (default: the terminal's width, or
+        /// `COLUMNS`, or 100 when not a terminal).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(24..))]
+        width: Option<u16>,
         /// Redact the log first (paths, users, hosts, IPs, e-mails, tokens) so the
         /// report can be shared.
         #[arg(long)]
@@ -102,6 +106,9 @@ enum Cmd {
         facts: bool,
         #[arg(long, value_enum, default_value = "md")]
         format: Format,
+        /// Explain the rules of this folder too (added to or overriding the built-in ones).
+        #[arg(long)]
+        rules: Option<PathBuf>,
     },
     /// Work on rule files.
     Rules {
@@ -124,7 +131,10 @@ enum Cmd {
 enum RulesCmd {
     /// List the rules of the built-in pack (plus DIR's, if given).
     List {
-        #[arg(long)]
+        /// A folder of rule files, added to or overriding the built-in ones.
+        dir: Option<PathBuf>,
+        /// The same, as `diagnose --rules` takes it.
+        #[arg(long, conflicts_with = "dir")]
         rules: Option<PathBuf>,
     },
     /// Validate rule files: schema, templates, placeholders, ids, examples.
@@ -163,8 +173,10 @@ enum RulesCmd {
         #[arg(long)]
         absent_from: Option<PathBuf>,
     },
-    /// Write every example log to DIR/<rule>--<example>.log.
+    /// Write every example log to OUT/<rule>--<example>.log.
     Examples {
+        /// A folder of rule files, added to or overriding the built-in ones.
+        dir: Option<PathBuf>,
         #[arg(long)]
         out: PathBuf,
     },
@@ -177,8 +189,11 @@ enum RulesCmd {
         #[arg(long)]
         check: bool,
     },
-    /// Generate docs/rules/*.md and the hub page from the pack.
+    /// Generate docs/rules/*.md and the hub page from the rules on disk (DIR, or
+    /// `./rules` when it exists, over the built-in pack).
     Docs {
+        /// A folder of rule files (default: `./rules` when it exists).
+        dir: Option<PathBuf>,
         #[arg(long, default_value = "docs/rules")]
         out: PathBuf,
         /// Fail if the files on disk differ instead of writing them.
@@ -187,8 +202,17 @@ enum RulesCmd {
     },
 }
 
-/// A failure the user must see: printed as `torchdx: ...`, exit status 2.
+/// A failure the user must see: printed as `torchdx: ...`, exit status 2. An empty
+/// message is [`Fail::pipe_closed`].
 struct Fail(String);
+
+impl Fail {
+    /// Standard output's reader went away (`| head`): nothing more to say, exit 141
+    /// (128 + SIGPIPE), the status of a `cat` the closed pipe killed.
+    fn pipe_closed() -> Fail {
+        Fail(String::new())
+    }
+}
 
 impl<E: std::fmt::Display> From<E> for Fail {
     fn from(e: E) -> Fail {
@@ -213,6 +237,7 @@ where
     };
     match run(cli) {
         Ok(code) => i32::from(code.code()),
+        Err(Fail(msg)) if msg.is_empty() => 141,
         Err(Fail(msg)) => {
             let _ = writeln!(io::stderr(), "torchdx: {msg}");
             2
@@ -384,13 +409,33 @@ fn read_stdin() -> Result<Vec<u8>, Fail> {
 }
 
 fn out(s: &str) -> Result<(), Fail> {
+    if stdout_was_closed() {
+        return Err(Fail("standard output is closed: the report cannot be written".into()));
+    }
     let mut o = io::stdout().lock();
     match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
         Ok(()) => Ok(()),
-        // A closed pipe (`| head`) is not an error worth a message.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        // A closed pipe (`| head`): no message, but not success either.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Fail::pipe_closed()),
         Err(e) => Err(Fail(format!("standard output: {e}"))),
     }
+}
+
+/// Whether standard output was closed when torchdx started (`torchdx ... >&-`). Rust's
+/// runtime reopens a closed descriptor 0-2 on `/dev/null` before `main`, read-write, so
+/// the report would vanish with status 0; a shell's `> /dev/null` opens it write-only.
+/// Linux only (it reads `/proc/self`); elsewhere the report goes where Rust sends it.
+fn stdout_was_closed() -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let null = fs::read_link("/proc/self/fd/1").is_ok_and(|p| p == Path::new("/dev/null"));
+    let read_write = || {
+        let info = fs::read_to_string("/proc/self/fdinfo/1").unwrap_or_default();
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(str::trim);
+        flags.and_then(|f| u32::from_str_radix(f, 8).ok()).is_some_and(|f| f & 0o3 == 0o2)
+    };
+    null && read_write()
 }
 
 /// The rule folder to work on: DIR, else `./rules` when it exists.
@@ -398,9 +443,93 @@ fn rule_dir(dir: &Option<PathBuf>) -> Option<PathBuf> {
     dir.clone().or_else(|| Some(PathBuf::from("rules")).filter(|p| p.is_dir()))
 }
 
+/// `explain --list`: each rule with its family, title and the leading words of the
+/// messages it recognises, so a user can tell whether their failure is known.
+fn explain_list(engine: &Engine, fmt: Format) -> Result<String, Fail> {
+    let rows: Vec<(String, String, String, Vec<String>)> = engine
+        .pack()
+        .rules()
+        .iter()
+        .map(|r| {
+            // One entry per wording: a cut one (`… …`) and the whole one it begins are one.
+            let mut words: Vec<String> = Vec::new();
+            for w in r.spec.matches.iter().map(|m| leading_words(&m.template)).filter(|w| !w.is_empty()) {
+                let stem = |x: &str| x.trim_end_matches(" …").to_string();
+                match words.iter_mut().find(|o| stem(o).starts_with(&stem(&w)) || stem(&w).starts_with(&stem(o))) {
+                    Some(o) if stem(&w).len() < stem(o).len() => *o = w,
+                    Some(_) => {}
+                    None => words.push(w),
+                }
+            }
+            (r.id().to_string(), r.family().to_string(), docs::for_reader(&r.spec.title), words)
+        })
+        .collect();
+    if fmt == Format::Json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(id, family, title, words)| serde_json::json!({ "id": id, "family": family, "title": title, "messages": words }))
+            .collect();
+        return Ok(serde_json::to_string_pretty(&list)? + "\n");
+    }
+    let mut s = String::new();
+    for (id, family, title, words) in rows {
+        s.push_str(&format!("{id:<28} {family:<26} {title}\n"));
+        if !words.is_empty() {
+            let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+            s.push_str(&format!("    recognises: {}\n", quoted.join(", ")));
+        }
+    }
+    Ok(s)
+}
+
+/// The words a template's message starts with (its first literal text of three letters
+/// or more, up to the first capture), at most about 48 characters: `CUDA out of memory.
+/// Tried to allocate`.
+fn leading_words(template: &str) -> String {
+    let mut segments: Vec<String> = vec![String::new()];
+    let mut depth = 0usize;
+    for c in template.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                if depth == 1 {
+                    segments.push(String::new());
+                }
+            }
+            '}' if depth > 0 => depth -= 1,
+            _ if depth == 0 => segments.last_mut().expect("one segment").push(c),
+            _ => {}
+        }
+    }
+    let lit = segments
+        .iter()
+        .map(|s| s.trim().trim_end_matches([',', ':', '(', '[', '\'', '"', '#']).trim())
+        .find(|s| s.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+        .unwrap_or("");
+    if lit.chars().count() <= 48 {
+        return lit.to_string();
+    }
+    let cut: String = lit.chars().take(48).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a);
+    format!("{cut} …")
+}
+
+/// The width text output wraps to: `COLUMNS` when set (shells export it, and it lets a
+/// user pin the width), else the terminal's, else `Report::TEXT_WIDTH` (100) for a file or a
+/// pipe, where no width is right.
+fn text_width() -> usize {
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c >= 24);
+    columns
+        .or_else(|| {
+            let term = console::Term::stdout();
+            (io::stdout().is_terminal()).then(|| term.size_checked()).flatten().map(|(_, cols)| usize::from(cols))
+        })
+        .unwrap_or(torchdx_core::Report::TEXT_WIDTH)
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Fail> {
     match cli.cmd {
-        Cmd::Diagnose { file, format: fmt, rules, color, redact } => {
+        Cmd::Diagnose { file, format: fmt, rules, color, width, redact } => {
             let engine = engine_with(&rules)?;
             let report = if redact {
                 let bytes = read_input(&file)?;
@@ -417,23 +546,19 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             let text = match fmt {
                 Format::Json => report.to_json() + "\n",
                 Format::Md => report.to_markdown(),
-                Format::Text => report.to_text(color),
+                Format::Text => report.to_text_width(color, width.map_or_else(text_width, usize::from)),
             };
             out(&text)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Explain { id, list, facts, format: fmt } => {
+        Cmd::Explain { id, list, facts, format: fmt, rules } => {
             if facts {
                 out(&docs::facts_markdown())?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let engine = Engine::builtin();
+            let engine = engine_with(&rules)?;
             if list || id.is_none() {
-                let mut s = String::new();
-                for r in engine.pack().rules() {
-                    s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), docs::for_reader(&r.spec.title)));
-                }
-                out(&s)?;
+                out(&explain_list(&engine, fmt)?)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let id = id.unwrap_or_default();
@@ -442,7 +567,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             };
             match fmt {
                 Format::Json => out(&(serde_json::to_string_pretty(&rule.spec)? + "\n"))?,
-                _ => out(&docs::explain_markdown(rule))?,
+                Format::Md => out(&docs::explain_markdown(rule))?,
+                Format::Text => {
+                    let color = io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+                    out(&torchdx_core::terminal_text(&docs::explain_markdown(rule), color, text_width()))?
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -465,8 +594,8 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
 
 fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
     match cmd {
-        RulesCmd::List { rules } => {
-            let engine = engine_with(&rules)?;
+        RulesCmd::List { dir, rules } => {
+            let engine = engine_with(&dir.or(rules))?;
             let mut s = String::new();
             for r in engine.pack().rules() {
                 s.push_str(&format!("{:<28} {:<26} {}\n", r.id(), r.family(), docs::for_reader(&r.spec.title)));
@@ -510,8 +639,12 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
             } else {
                 String::new()
             };
+            let which = match rule_dir(&dir) {
+                Some(d) => format!("{}: ", d.display()),
+                None => "the built-in pack (compiled into this binary; give a folder to check yours): ".to_string(),
+            };
             s.push_str(&format!(
-                "{n_files} files, {} examples: {} validated, {} missing, {} noisy{todo}; {} problems\n",
+                "{which}{n_files} files, {} examples: {} validated, {} missing, {} noisy{todo}; {} problems\n",
                 report.examples.len(),
                 counts[0],
                 counts[1],
@@ -565,9 +698,9 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        RulesCmd::Examples { out: dir } => {
+        RulesCmd::Examples { dir: rules, out: dir } => {
+            let engine = engine_with(&rule_dir(&rules))?;
             fs::create_dir_all(&dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
-            let engine = Engine::builtin();
             let mut n = 0;
             for r in engine.pack().rules() {
                 for (i, e) in r.spec.examples.iter().enumerate() {
@@ -579,7 +712,7 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
             out(&format!("wrote {n} example logs to {}\n", dir.display()))?;
             Ok(ExitCode::SUCCESS)
         }
-        RulesCmd::Docs { out: dir, check } => scaffold::docs(&dir, check),
+        RulesCmd::Docs { dir: rules, out: dir, check } => scaffold::docs(&engine_with(&rule_dir(&rules))?, &dir, check),
         RulesCmd::Schema { out: dir, check } => {
             let report = torchdx_core::report_schema();
             let rule = torchdx_core::spec::rule_schema();

@@ -21,15 +21,36 @@ pub(crate) fn new_rule(id: &str, dir: &Path) -> Result<ExitCode, Fail> {
     if path.exists() {
         return Err(Fail(format!("{} already exists", path.display())));
     }
-    let text = torchdx_core::authoring::scaffold::new_rule(id);
+    let text = torchdx_core::authoring::scaffold::new_rule(id)
+        .replace("torchdx rules test rules", &format!("torchdx rules test {}", dir.display()))
+        .replace("torchdx rules check rules", &format!("torchdx rules check {}", dir.display()));
     fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
     fs::write(&path, text).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
-    out(&format!(
-        "wrote {}\nnext: edit it, then `torchdx rules test {} --bless` and `torchdx rules check {}`\n",
-        path.display(),
+    // The file's `#:schema schema/rule.schema.json` line must resolve from its folder.
+    let schema = dir.join("schema/rule.schema.json");
+    let wrote_schema = !schema.exists();
+    if wrote_schema {
+        fs::create_dir_all(dir.join("schema")).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+        fs::write(&schema, torchdx_core::spec::rule_schema())
+            .map_err(|e| Fail(format!("{}: {e}", schema.display())))?;
+    }
+    let overrides = Engine::builtin().pack().rule(id).is_some();
+    let mut msg = format!("wrote {}\n", path.display());
+    if wrote_schema {
+        msg.push_str(&format!("wrote {} (editors validate the rule file against it)\n", schema.display()));
+    }
+    if overrides {
+        msg.push_str(&format!(
+            "warning: `{id}` is a built-in rule: this file replaces it wherever the folder is used (`--rules {}`); pick another id to add a rule beside it\n",
+            dir.display()
+        ));
+    }
+    msg.push_str(&format!(
+        "next: edit it, then `torchdx rules test {} --bless` and `torchdx rules check {}`\n",
         dir.display(),
         dir.display()
-    ))?;
+    ));
+    out(&msg)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -217,8 +238,9 @@ pub(crate) fn fmt(dir: &Option<PathBuf>, check: bool) -> Result<ExitCode, Fail> 
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn docs(dir: &Path, check: bool) -> Result<ExitCode, Fail> {
-    let engine = Engine::builtin();
+/// `rules docs`: the pages of `engine`'s pack (the rules on disk over the built-in
+/// ones), so a rule added on disk is documented, and `--check` fails until it is.
+pub(crate) fn docs(engine: &Engine, dir: &Path, check: bool) -> Result<ExitCode, Fail> {
     write_or_check(dir, &docs::files(engine.pack()), check, "torchdx rules docs")
 }
 

@@ -21,6 +21,16 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Whether a line holds a Markdown bold span (`**word ...**`); `2**31` and `**kwargs`
+/// are Python.
+fn has_bold(s: &str) -> bool {
+    s.lines().any(|l| {
+        let parts: Vec<&str> = l.split("**").collect();
+        parts.len() >= 3
+            && parts[1..parts.len() - 1].iter().any(|p| p.starts_with(char::is_alphabetic) && !p.ends_with(' '))
+    })
+}
+
 #[test]
 fn diagnoses_the_bundled_example() {
     let o = run(&["diagnose", "examples/device-mismatch.log", "--format", "json"]);
@@ -31,13 +41,16 @@ fn diagnoses_the_bundled_example() {
     assert_eq!(f["culprit"]["kind"], "label-not-moved");
     assert_eq!(f["culprit"]["expr"], "labels");
     assert_eq!(f["evidence"]["failing_code"], "loss = loss_fn(out, labels)");
+    // One process: its timeline names no launcher.
+    assert_eq!(report["timeline"][0]["text"], "process: RuntimeError (device-mismatch)");
 }
 
 #[test]
 fn text_and_markdown_formats() {
     let o = run(&["diagnose", "examples/multirank-nccl.log", "--color", "never"]);
     let s = stdout(&o);
-    assert!(s.contains("[cuda-oom] on rank 5"), "{s}");
+    // The headline wraps at the width; its words run on in the next line.
+    assert!(s.replace("\n  ", " ").contains("[cuda-oom] on rank 5"), "{s}");
     assert!(s.contains("Timeline"), "{s}");
     assert!(!s.contains('\x1b'), "no colour when not asked");
     let md = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--format", "md"]));
@@ -48,7 +61,8 @@ fn text_and_markdown_formats() {
 /// the OOM; every other rank only timed out waiting for it.
 #[test]
 fn the_rank_table_names_the_suspect_and_its_echoes() {
-    let s = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--color", "never"]));
+    // Wide enough that no row wraps (wrapping has its own test).
+    let s = stdout(&run(&["diagnose", "examples/multirank-nccl.log", "--color", "never", "--width", "200"]));
     let table = s.split("\nRanks\n").nth(1).and_then(|t| t.split("\nTimeline").next()).unwrap_or_else(|| panic!("{s}"));
     let row5 = table.lines().find(|l| l.trim_start().starts_with("5 ")).unwrap_or_else(|| panic!("{table}"));
     assert!(row5.contains("initiating") && row5.contains("[cuda-oom]"), "{row5}");
@@ -63,6 +77,112 @@ fn the_rank_table_names_the_suspect_and_its_echoes() {
     // A single-rank log has no table.
     let one = stdout(&run(&["diagnose", "examples/device-mismatch.log", "--color", "never"]));
     assert!(!one.contains("\nRanks\n"), "{one}");
+}
+
+/// Terminal text as a user reads it: for every pasted fixture and three widths, no line
+/// is wider than asked (code lines from a fix excepted: they are never broken), no
+/// Markdown syntax shows, and with colour on the evidence values still line up.
+#[test]
+fn text_wraps_to_the_width_and_shows_no_markdown() {
+    let dir = root().join("tests/fixtures/pasted");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path().join("log.txt")).collect();
+    cases.retain(|p| p.exists());
+    cases.sort();
+    assert!(cases.len() >= 40, "{}", cases.len());
+    for width in ["60", "80", "100"] {
+        let w: usize = width.parse().unwrap();
+        for case in &cases {
+            let o = run(&["diagnose", case.to_str().unwrap(), "--color", "never", "--width", width]);
+            let s = stdout(&o);
+            assert!(!s.contains("```") && !has_bold(&s), "{}: {s}", case.display());
+            let mut in_fix = false;
+            for l in s.lines() {
+                in_fix = match l.trim() {
+                    "Fix" => true,
+                    t if t.starts_with("Verify:") => false,
+                    _ => in_fix,
+                };
+                // A code line of a fix (indented past the prose) may be longer; nothing else.
+                let code = in_fix && l.starts_with("        ");
+                // One token longer than the column (a path, an env var) cannot be broken.
+                let token = l.split_whitespace().any(|t| t.chars().count() > w / 2);
+                assert!(l.chars().count() <= w || code || token, "{} at width {w}: {l:?}\n{s}", case.display());
+            }
+        }
+    }
+    // With colour, keys are padded by their visible width: values start in one column.
+    let s = stdout(&run(&["diagnose", "examples/device-mismatch.log", "--color", "always"]));
+    let plain = |l: &str| {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in l.chars() {
+            match (esc, c) {
+                (false, '\x1b') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    };
+    let block = s.split("Evidence").nth(1).and_then(|b| b.split("\n\n").next()).unwrap_or_else(|| panic!("{s}"));
+    let starts: Vec<usize> = block
+        .lines()
+        .map(plain)
+        .filter(|l| l.starts_with("    ") && !l.starts_with("     "))
+        .map(|l| {
+            let rest = &l[4..];
+            let key_end = rest.find(' ').unwrap_or(rest.len());
+            4 + key_end + (rest[key_end..].len() - rest[key_end..].trim_start().len())
+        })
+        .collect();
+    assert!(starts.len() >= 4 && starts.windows(2).all(|p| p[0] == p[1]), "{starts:?}\n{block}");
+    assert!(s.contains("\x1b[36m"), "code spans are styled when colour is on");
+}
+
+/// A report that cannot be written is not a success: a closed stdout is an error with a
+/// message, a pipe closed by its reader exits 141 (as a `cat` killed by SIGPIPE) quietly.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_lost_report_is_not_a_success() {
+    // `> /dev/null` is a choice, not a loss.
+    let null = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' diagnose examples/device-mismatch.log > /dev/null", env!("CARGO_BIN_EXE_torchdx")))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(null.status.code(), Some(0), "{}", String::from_utf8_lossy(&null.stderr));
+    let closed = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' diagnose examples/device-mismatch.log >&-", env!("CARGO_BIN_EXE_torchdx")))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&closed.stderr).contains("standard output is closed"));
+    // More than a pipe buffer (64 KiB) of report, so the write meets the closed pipe
+    // whenever the reader goes.
+    let log = root().join("target").join("cli-test-pipe.log");
+    let lines: String =
+        (0..400).map(|i| format!("cuDNN error: CUDNN_STATUS_{}\n", "QWERTYUIOP".repeat(1 + i % 7))).collect();
+    let lines: String = lines
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{l}{}\n", char::from(b'A' + (i % 26) as u8).to_string().repeat(1 + i / 26)))
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let mut child = bin()
+        .args(["diagnose", "--format", "json", log.to_str().unwrap()])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(141), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty());
 }
 
 #[test]
@@ -99,6 +219,68 @@ fn explain_lists_and_prints_entries() {
     for section in ["## Mechanism", "## Checklist", "## Fix", "## Verify", "## Prevent", "## Examples"] {
         assert!(entry.contains(section), "missing {section}");
     }
+}
+
+/// `explain --format text` is terminal text; the list says which messages each rule
+/// recognises, in text and in JSON.
+#[test]
+fn explain_formats_and_what_each_rule_recognises() {
+    let t = stdout(&run(&["explain", "cuda-oom", "--format", "text"]));
+    assert!(t.starts_with("cuda-oom: "), "{t}");
+    for md in ["## ", "```", "- [ ]"] {
+        assert!(!t.contains(md), "Markdown `{md}` in text:\n{t}");
+    }
+    assert!(!has_bold(&t), "{t}");
+    assert!(t.contains("\n[ ] "), "{t}");
+    let list = stdout(&run(&["explain", "--list"]));
+    assert!(list.contains("    recognises: \"CUDA out of memory"), "{list}");
+    let o = run(&["explain", "--list", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON list");
+    let oom = rows.as_array().unwrap().iter().find(|r| r["id"] == "cuda-oom").expect("cuda-oom listed");
+    assert_eq!(oom["family"], "cuda-oom");
+    assert!(oom["messages"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().starts_with("CUDA out of memory")));
+}
+
+/// Rule authors' folder is taken the same way by every command, and `rules docs`
+/// documents the rules on disk: a new rule in the folder makes `--check` fail until the
+/// pages are written. `rules new` writes the schema its `#:schema` line names and warns
+/// when the id overrides a built-in rule.
+#[test]
+fn authoring_commands_take_the_folder_alike() {
+    let base = root().join("target").join("cli-test-authoring");
+    let _ = std::fs::remove_dir_all(&base);
+    let (rules, docs) = (base.join("rules"), base.join("docs"));
+    let (r, d) = (rules.to_str().unwrap(), docs.to_str().unwrap());
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::copy(root().join("tests/fixtures/good-extra/widget-failed.toml"), rules.join("widget-failed.toml"))
+        .unwrap();
+    let extra_id = "widget-failed";
+    assert!(stdout(&run(&["rules", "list", r])).contains(extra_id));
+    assert!(stdout(&run(&["rules", "list", "--rules", r])).contains(extra_id));
+    assert!(stdout(&run(&["explain", "--rules", r, extra_id])).starts_with(&format!("# {extra_id}")));
+    let ex = base.join("examples");
+    assert_eq!(run(&["rules", "examples", r, "--out", ex.to_str().unwrap()]).status.code(), Some(0));
+    let dumped: Vec<String> =
+        std::fs::read_dir(&ex).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(dumped.iter().any(|n| n.starts_with(&format!("{extra_id}--"))), "{dumped:?}");
+    // Docs: written from the folder, then checked; a new rule on disk makes them stale.
+    assert_eq!(run(&["rules", "docs", r, "--out", d]).status.code(), Some(0));
+    assert!(docs.join(format!("{extra_id}.md")).exists());
+    assert_eq!(run(&["rules", "docs", r, "--out", d, "--check"]).status.code(), Some(0));
+    let o = run(&["rules", "new", "widget-new", "--dir", r]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(rules.join("schema/rule.schema.json").exists(), "the #:schema target is written");
+    let text = std::fs::read_to_string(rules.join("widget-new.toml")).unwrap();
+    assert!(text.contains(&format!("torchdx rules check {r}")), "{text}");
+    assert_eq!(run(&["rules", "docs", r, "--out", d, "--check"]).status.code(), Some(1));
+    // Overriding a built-in rule is said.
+    let o = run(&["rules", "new", "cuda-oom", "--dir", r]);
+    assert!(stdout(&o).contains("warning: `cuda-oom` is a built-in rule"), "{}", stdout(&o));
+    // Checking without a folder (and no `./rules`) names the pack it checked.
+    let empty = base.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = bin().args(["rules", "check"]).current_dir(&empty).stdin(Stdio::null()).output().unwrap();
+    assert!(stdout(&o).contains("the built-in pack"), "{}", stdout(&o));
 }
 
 #[test]
@@ -213,7 +395,7 @@ fn pasted_fixtures_meet_their_floor() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
     let _ = std::fs::remove_file(&json);
-    let floor = [("family", 1.0), ("fields", 1.0), ("culprit", 0.85), ("rank", 1.0), ("cases", 0.95)];
+    let floor = [("family", 1.0), ("fields", 1.0), ("culprit", 1.0), ("rank", 1.0), ("cases", 1.0)];
     for (metric, min) in floor {
         let got = v["ratio"][metric].as_f64().unwrap_or(-1.0);
         assert!(got >= min, "{metric}: {got} < {min}\n{}", stdout(&o));

@@ -241,7 +241,13 @@ fn finish(e: &Engine, window: Window) -> Report {
     for k in &r.kept {
         e.prefilter.mark_needles(&k.line.text, &mut r.seen);
     }
-    let input = Input { bytes: r.bytes, lines: r.lines, ranks: r.ranks, truncated_lines: r.truncated };
+    let input = Input {
+        bytes: r.bytes,
+        lines: r.lines,
+        ranks: r.ranks,
+        truncated_lines: r.truncated,
+        dropped_lines: r.dropped,
+    };
     let streams = matching::streams(&e.pack, &e.prefilter, &r.kept);
     let topology = infer::topology(&streams);
     let log =

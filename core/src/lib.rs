@@ -91,7 +91,8 @@ pub use ingest::window::Limits;
 #[cfg(feature = "schema")]
 pub use report::report_schema;
 pub use report::{
-    Confidence, Culprit, Evidence, Finding, Input, Location, Report, Role, Schema, TimelineEntry, Trace, SCHEMA,
+    terminal_text, Confidence, Culprit, Evidence, Finding, Input, Location, Report, Role, Schema, TimelineEntry, Trace,
+    SCHEMA,
 };
 pub use rules::pack::{Pack, PackError, Rule, RuleSource};
 

@@ -40,12 +40,11 @@ impl NativeReport {
         }
     }
 
-    /// The text `torchdx diagnose` prints (ANSI colours when `color`). `width` is
-    /// accepted for the terminal's width; the text is laid out by the engine.
+    /// The text `torchdx diagnose` prints (ANSI colours when `color`), wrapped to
+    /// `width` columns (code lines are never broken; no column is narrower than 24).
     #[pyo3(signature = (color = false, width = 100))]
     fn to_text(&self, color: bool, width: usize) -> String {
-        let _ = width;
-        self.report.to_text(color)
+        self.report.to_text_width(color, width)
     }
 
     /// The Markdown report, for an issue or a chat message.

@@ -180,6 +180,12 @@ export interface Input {
    */
   bytes: number;
   /**
+   * Lines of kept context dropped to stay within the memory bound (added field): the
+   * middle of a very long, failure-dense log. The earliest and the latest failures
+   * are kept; a failure whose lines were dropped is missing from the report.
+   */
+  dropped_lines?: number;
+  /**
    * Lines read.
    */
   lines: number;
@@ -599,6 +605,11 @@ export interface When {
    * The value equals (a list: equals one of them).
    */
   equals?: { [key: string]: OneOrMany };
+  /**
+   * The number under the key is greater than the number under the other key
+   * (`exceeds = { workers_joined = "world_size" }`); false when either is not a number.
+   */
+  exceeds?: { [key: string]: string };
   /**
    * The exception class is one of these.
    */

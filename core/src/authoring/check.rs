@@ -395,6 +395,7 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
 fn when_keys(w: &When) -> Vec<&str> {
     let mut keys: Vec<&str> = w.present.iter().chain(&w.absent).chain(&w.differ).map(String::as_str).collect();
     keys.extend(w.equals.keys().chain(w.contains.keys()).map(String::as_str));
+    keys.extend(w.exceeds.iter().flat_map(|(a, b)| [a.as_str(), b.as_str()]));
     for a in &w.any {
         keys.extend(when_keys(a));
     }

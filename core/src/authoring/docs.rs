@@ -23,13 +23,18 @@ pub fn explain_markdown(rule: &Rule) -> String {
     );
     let _ = writeln!(o, "{}\n", render_docs(&s.summary));
     let _ = writeln!(o, "## Messages\n");
+    // One line per wording: templates that differ only in their conditions (one per
+    // direction of a comparison) read the same to a user.
+    let mut shown = std::collections::BTreeSet::new();
     for m in &s.matches {
-        let _ = writeln!(
-            o,
+        let line = format!(
             "- `{}`{}",
             m.template.replace('`', "'"),
             m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default()
         );
+        if shown.insert(line.clone()) {
+            let _ = writeln!(o, "{line}");
+        }
     }
     let _ = writeln!(o, "\n## Mechanism\n\n{}\n", render_docs(s.mechanism.trim()));
     let _ = writeln!(o, "## Checklist\n");

@@ -371,8 +371,13 @@ fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
                 continue;
             }
         }
-        // A traceback whose header was cut off still starts at its first frame.
-        let headless = !header && python_frame(t).is_ok() && lines.get(i + 1).is_some_and(|n| !n.trim().is_empty());
+        // A traceback whose header was cut off still starts at its first frame: a
+        // CPython `File "..."` line with its source below, or an IPython/Colab frame
+        // (`<ipython-input-8-4aae> in forward(self, x)`) with its numbered source lines.
+        let headless = !header
+            && lines.get(i + 1).is_some_and(|n| !n.trim().is_empty())
+            && (python_frame(t).is_ok()
+                || (ipython_frame(t).is_some() && lines.get(i + 1).is_some_and(|n| ipython_source(n))));
         if !(header || headless) {
             if !t.is_empty() && pending != Link::Start && !t.starts_with('[') {
                 // Text between a separator and the next header: the chain is broken.
@@ -414,7 +419,7 @@ fn parse_one(
         && !lines[start].contains(": Traceback");
     // IPython and loguru/better_exceptions separate frames with blank lines; CPython never
     // does, so a blank line followed by a frame switches to that looser layout.
-    let mut loose = ipython;
+    let mut loose = ipython || (!header && python_frame(lines[start].trim()).is_err());
     let mut frames: Vec<Frame> = Vec::new();
     let mut exception = None;
     let mut end = start;
@@ -425,7 +430,10 @@ fn parse_one(
             // Every blank line of a run sees the same next line: decide once for the run
             // and step over it (looking ahead from each blank was quadratic in the run).
             let next = (i + 1..lines.len()).find(|&j| !lines[j].trim().is_empty());
-            if next.is_some_and(|j| python_frame(strip_frame_marker(lines[j].trim())).is_ok()) {
+            if next.is_some_and(|j| {
+                let n = lines[j].trim();
+                python_frame(strip_frame_marker(n)).is_ok() || ipython_frame(n).is_some() || is_collapsed_frames(n)
+            }) {
                 loose = true;
             }
             if loose || frames.is_empty() {
@@ -803,6 +811,13 @@ fn ipython_frame(t: &str) -> Option<Frame> {
 
 /// IPython code context lines: `---> 43     code` (returns Some(Some(code))),
 /// `     41 code` (context, Some(None)).
+/// An IPython source line under its frame: `     24     h = f(x)` or `---> 26 y = g(h)`.
+fn ipython_source(raw: &str) -> bool {
+    let t = raw.trim_start();
+    ipython_code(raw).is_some()
+        || t.split_once(' ').is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn ipython_code(raw: &str) -> Option<Option<String>> {
     let t = raw.trim_start();
     if t.starts_with("->") || t.starts_with("--") || t.starts_with('❱') {

@@ -61,6 +61,11 @@ fn is_accel(d: &str) -> bool {
     !(d == "cpu" || d == "meta")
 }
 
+/// The accelerator a bare `.cuda()` / `"cuda"` means: index 0, or no index.
+fn is_default_accel(d: &str) -> bool {
+    !d.contains(':') || d.ends_with(":0")
+}
+
 fn flag(ctx: &mut Context, name: &str, holds: bool) {
     if holds {
         ctx.insert(name.into(), Value::Bool(true));
@@ -96,6 +101,9 @@ pub(crate) fn device_placement(
         }
         [a, b, ..] if is_accel(a) && !is_accel(b) => (a.clone(), b.clone()),
         [a, b, ..] if !is_accel(a) && is_accel(b) => (b.clone(), a.clone()),
+        // Two GPUs, one the default (`cuda:0`, bare `cuda`) and one an explicit other
+        // index: the run chose the explicit one, and the side on the default did not follow.
+        [a, b, ..] if is_default_accel(a) && !is_default_accel(b) => (b.clone(), a.clone()),
         [a, b, ..] => (a.clone(), b.clone()),
         _ => (String::new(), String::new()),
     };
@@ -130,6 +138,17 @@ pub(crate) fn device_placement(
         frame_has("torch/serialization.py") || (code.contains("torch.load(") && !code.contains("map_location")),
     );
     flag(ctx, "in_dataparallel", frame_has("data_parallel") || frame_has("replicate") || frame_has("parallel_apply"));
+    // Every frame is library code, and which library the innermost one below torch is.
+    let library_of = |f: &Frame| library_package(&f.file, f.is_user(), pack.library_packages());
+    let libs: Vec<Option<String>> = frames.iter().map(|f| library_of(f)).collect();
+    flag(ctx, "frames_all_library", !libs.is_empty() && libs.iter().all(Option::is_some));
+    let library = libs
+        .iter()
+        .rev()
+        .flatten()
+        .find(|l| *l != "torch" && *l != "python")
+        .or_else(|| libs.iter().rev().flatten().next());
+    text(ctx, "library", library.cloned());
     flag(ctx, "in_optimizer_step", frames.last().is_some_and(|f| f.file.replace('\\', "/").contains("torch/optim/")));
     flag(ctx, "in_hf_device_map", frame_has("accelerate/hooks") || frame_has("accelerate/big_modeling"));
     // Whether the failing user frame is a module's `forward`.
@@ -149,14 +168,41 @@ pub(crate) fn device_placement(
             && !k.kwargs.iter().any(|(k, _)| k == "device")
     });
     text(ctx, "factory_call", factory.map(|fc| format!("{}({})", fc.callee, fc.args.join(", "))));
+    // The same call creating on the device of `x`, a tensor already on the right one.
+    text(
+        ctx,
+        "factory_call_on_device",
+        factory.map(|fc| {
+            let mut args: Vec<String> = fc.args.clone();
+            args.extend(fc.kwargs.iter().map(|(k, v)| format!("{k}={v}")));
+            args.push("device=x.device".into());
+            format!("{}({})", fc.callee, args.join(", "))
+        }),
+    );
     // The op-argument role table.
     let op_name = ev.op.as_deref().or(role_op);
-    let spec = op_name.and_then(|o| pack.op(o));
-    let call: Option<&Call> = spec
-        .and_then(|s| {
-            line.calls.iter().find(|k| s.callees.iter().any(|n| k.callee.to_ascii_lowercase().contains(n.as_str())))
+    // A message that names an argument but no op reads the `*` row: its roles by name.
+    let named_op = op_name.and_then(|o| pack.op(o));
+    let generic = named_op.is_none() && ev.argument.is_some();
+    let spec = named_op.or_else(|| if generic { pack.op("*") } else { None });
+    // The call on the line that runs the op: one the role table names for it, else the
+    // first to run among the calls that can run a tensor op at all (`print`, `.view`,
+    // `F.gelu` cannot: `data/ops.toml` lists them). `one_call` when no other could.
+    let candidates: Vec<&Call> =
+        line.calls.iter().filter(|k| !pack.inert_callees().iter().any(|n| n == k.name())).collect();
+    let named_calls: Vec<&Call> = spec
+        .map(|s| {
+            let lower = |k: &Call| k.callee.to_ascii_lowercase();
+            candidates.iter().copied().filter(|k| s.callees.iter().any(|n| lower(k).contains(n.as_str()))).collect()
         })
-        .or_else(|| line.calls.first());
+        .unwrap_or_default();
+    let one_call = named_calls.len() == 1 || (named_calls.is_empty() && candidates.len() == 1);
+    let call: Option<&Call> =
+        named_calls.first().copied().or_else(|| first_to_run(&candidates)).or_else(|| line.calls.first());
+    // The other calls that could have run it, when the line leaves a choice.
+    let pool = if named_calls.is_empty() { &candidates } else { &named_calls };
+    let others: Vec<&str> =
+        pool.iter().filter(|k| call.is_none_or(|c| !std::ptr::eq(**k, c))).map(|k| k.callee.as_str()).collect();
     let mut role_found = false;
     if let Some(spec) = spec.filter(|_| !stray.is_empty()) {
         // The misplaced tensor: the named argument when it is on the stray device, else
@@ -168,7 +214,10 @@ pub(crate) fn device_placement(
             if ev.text("argument_device") == Some(stray.as_str()) {
                 named
             } else {
-                spec.args.first()
+                // The other side: the argument the message compares it with when it names
+                // one (`... as tensor for argument #2 'weight'`), else the first tensor.
+                let other = ev.text("other_argument").and_then(|o| spec.args.iter().find(|r| r.name == o));
+                other.or(spec.args.first())
             }
         } else {
             devices.iter().position(|d| *d == stray).and_then(|i| spec.args.get(i))
@@ -198,20 +247,58 @@ pub(crate) fn device_placement(
                 flag(ctx, "role_expr_self_attr", role.call_arg.is_some() && e.starts_with("self.") && !e.contains('('));
                 flag(ctx, "role_expr_subscript", e.contains('['));
                 flag(ctx, "role_expr_local", !e.starts_with("self.") && !e.contains('.'));
-                flag(ctx, "role_settled", (named.is_some() || role_op.is_some()) && !code.is_empty());
+                let settled = (named.is_some() || role_op.is_some()) && !code.is_empty() && one_call && !generic;
+                flag(ctx, "role_settled", settled);
+                text(ctx, "role_other_calls", (!one_call && !others.is_empty()).then(|| others.join("`, `")));
             }
             text(ctx, "role_expr", expr);
         }
     }
     // No argument named (TensorIterator wording): a loss call on the failing line.
     if !role_found {
-        if let Some(k) = call {
+        let is_loss = |k: &&&Call| {
             let lower = k.callee.to_ascii_lowercase();
-            if pack.loss_callees().iter().any(|n| lower.contains(n.as_str())) && k.args.len() >= 2 {
-                text(ctx, "loss_target_expr", Some(pycall::base_name(&k.args[1]).to_string()));
-                text(ctx, "loss_input_expr", Some(pycall::base_name(&k.args[0]).to_string()));
-            }
+            pack.loss_callees().iter().any(|n| lower.contains(n.as_str())) && k.args.len() >= 2
+        };
+        if let Some(k) = candidates.iter().find(is_loss) {
+            text(ctx, "loss_target_expr", Some(pycall::base_name(&k.args[1]).to_string()));
+            text(ctx, "loss_input_expr", Some(pycall::base_name(&k.args[0]).to_string()));
         }
+    }
+}
+
+/// The call Python runs first among `calls` (outermost first, as written): the first
+/// whose arguments hold none of the others (`self.proj` in `self.head(F.gelu(self.proj(x)))`,
+/// `describe` in `print(describe(net, batch))`).
+fn first_to_run<'a>(calls: &[&'a Call]) -> Option<&'a Call> {
+    let holds = |outer: &Call, inner: &Call| {
+        let needle = format!("{}(", inner.callee);
+        outer.args.iter().chain(outer.kwargs.iter().map(|(_, v)| v)).any(|a| a.contains(&needle))
+    };
+    calls
+        .iter()
+        .copied()
+        .find(|k| !calls.iter().any(|o| !std::ptr::eq(*o, *k) && holds(k, o)))
+        .or(calls.first().copied())
+}
+
+/// The installed package a frame's file belongs to: the directory after `site-packages/`
+/// (or `dist-packages/`), or for a package-relative path (`diffusers/models/x.py`) its
+/// first directory when that is a listed library; `torch` or `python` (the standard
+/// library, `<frozen ...>`) for the other non-user frames. `None` for the user's own code.
+fn library_package(file: &str, is_user: bool, listed: &[String]) -> Option<String> {
+    let path = file.replace('\\', "/");
+    let after = ["site-packages/", "dist-packages/"].iter().find_map(|m| path.rfind(m).map(|i| &path[i + m.len()..]));
+    let first = |p: &str| p.trim_start_matches("./").split('/').next().unwrap_or("").to_string();
+    match after {
+        Some(rest) => Some(first(rest)).filter(|p| !p.is_empty()),
+        None if listed.iter().any(|l| first(&path) == *l) && path.contains('/') => Some(first(&path)),
+        // Torch itself, the standard library, `<frozen ...>`, console scripts.
+        None if !is_user => {
+            let torch = path.starts_with("torch/") || path.contains("/torch/");
+            Some(if torch { "torch" } else { "python" }.to_string())
+        }
+        None => None,
     }
 }
 
@@ -364,6 +451,71 @@ mod tests {
             frames: &["/home/u/train.py"],
             want: &["loss_target_expr=y", "loss_input_expr=logits"],
             not: &["role_kind"],
+        },
+        Case {
+            name: "the call that runs the op, not the outermost (nested modules)",
+            devices: &["cuda:0", "cpu"],
+            argument: Some("mat2"),
+            op: Some("addmm"),
+            code: "y = self.head(F.gelu(self.proj(x)))",
+            frames: &["/home/u/model.py"],
+            want: &["role_kind=model-not-moved", "role_expr=self.proj"],
+            // self.head could run addmm too: not settled.
+            not: &["role_settled"],
+        },
+        Case {
+            name: "a builtin around the call that runs the model",
+            devices: &["cuda:0", "cpu"],
+            argument: Some("mat1"),
+            op: Some("addmm"),
+            code: "print(describe(net, batch))",
+            frames: &["/home/u/report.py"],
+            want: &["role_kind=input-not-moved", "role_expr=net", "role_settled"],
+            not: &[],
+        },
+        Case {
+            name: "views and moves on the line are not candidates",
+            devices: &["cuda:0", "cpu"],
+            argument: Some("mat1"),
+            op: Some("addmm"),
+            code: "out = self.fc(x.view(x.size(0), -1).float())",
+            frames: &["/home/u/model.py"],
+            want: &["role_expr=x", "role_settled"],
+            not: &[],
+        },
+        Case {
+            name: "a loss inside a builtin",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "print(float(loss_fn(pred, target)))",
+            frames: &["/home/u/train.py"],
+            want: &["loss_target_expr=target", "loss_input_expr=pred"],
+            not: &["role_kind"],
+        },
+        Case {
+            name: "package-relative library frames",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "return (latent + pos_embed).to(latent.dtype)",
+            frames: &[
+                "diffusers/models/transformers/sana.py",
+                "torch/nn/modules/module.py",
+                "diffusers/models/embeddings.py",
+            ],
+            want: &["frames_all_library", "library=diffusers"],
+            not: &[],
+        },
+        Case {
+            name: "a user frame is not a library's",
+            devices: &["cuda:0", "cpu"],
+            argument: None,
+            op: None,
+            code: "out = model(x)",
+            frames: &["/home/u/models/train.py", "/venv/lib/python3.11/site-packages/timm/models/vit.py"],
+            want: &["library=timm"],
+            not: &["frames_all_library"],
         },
         Case {
             name: "a meta weight",

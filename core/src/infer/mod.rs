@@ -301,14 +301,15 @@ fn from_event(
     let inc = s.incident(e, &pack.ingest().exception_classes);
     let mut ev = incident_evidence(&inc);
     captures_to_evidence(&e.m, &mut ev);
-    derive(&mut ev);
-    scrub(&mut ev);
     let spec = &rule.spec.matches[e.template];
-    if let Some(v) = &spec.torch {
-        ev.insert("torch_versions", Value::from(v.clone()));
-    }
+    // What the wording implies goes in before derivation reads it (`argument_device`).
     for (k, v) in &spec.set {
         ev.insert(k, Value::from(v.clone()));
+    }
+    derive(&mut ev);
+    scrub(&mut ev);
+    if let Some(v) = &spec.torch {
+        ev.insert("torch_versions", Value::from(v.clone()));
     }
     let rank = resolve_rank(inc.rank.or_else(|| evidence_rank(&ev)), inc.local_rank, inc.host.as_deref(), &mut ev, log);
     // The same failure reported by many ranks is bound to its rule text once: later
@@ -356,7 +357,8 @@ fn incident_evidence(inc: &Incident<'_>) -> Evidence {
 
 /// A rank the message itself names (a launcher's root-cause block).
 fn evidence_rank(ev: &Evidence) -> Option<u32> {
-    ev.extra.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok())
+    let r = ev.extra.get("rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok());
+    r.filter(|&r| r < crate::ingest::window::MAX_RANK)
 }
 
 /// The global rank of a failure: the one a prefix or the message names, else its local

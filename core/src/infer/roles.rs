@@ -130,6 +130,23 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             }
         }
     }
+    // The host a rank ran on, said once (the launcher's summary: `rank : 5`, `host :
+    // node-b`; a `[node-b:1]:` label), holds for every finding of that rank. A rank
+    // named with two hosts (two attempts, two jobs pasted together) gets neither.
+    let mut hosts: BTreeMap<u32, Option<String>> = BTreeMap::new();
+    for d in &merged {
+        if let (Some(r), Some(h)) = (d.finding.rank, d.finding.evidence.text("host")) {
+            let e = hosts.entry(r).or_insert_with(|| Some(h.to_string()));
+            if e.as_deref() != Some(h) {
+                *e = None;
+            }
+        }
+    }
+    for d in &mut merged {
+        if let Some(Some(h)) = d.finding.rank.and_then(|r| hosts.get(&r)) {
+            d.finding.evidence.insert_if_absent("host", Value::from(h.clone()));
+        }
+    }
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
     if only_collateral {
         if let Some(i) = init {
@@ -256,8 +273,14 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
                 format!("ranks {}", compress_ranks(&f.ranks))
             } else if let Some(r) = f.rank {
                 format!("rank {r}")
-            } else {
+            } else if d.launcher || d.teardown {
+                // The agent's summary, or its SIGTERMs to the healthy workers.
                 "launcher".to_string()
+            } else if ranks_seen.is_empty() {
+                // One process: there is no launcher and no rank to name.
+                "process".to_string()
+            } else {
+                "unknown rank".to_string()
             };
             let what = f.evidence.exception.clone().unwrap_or_else(|| f.title.clone());
             TimelineEntry {

@@ -17,8 +17,9 @@
 //! Memory is bounded independently of input size: lines are cut at
 //! [`MAX_LINE`], rings hold at most [`Limits::ring_lines`] lines and [`Limits::ring_bytes`]
 //! bytes per stream (buffers are reused), at most [`Limits::max_streams`] ranks get a ring
-//! of their own, and kept windows are capped at [`Limits::max_retained_bytes`] (the oldest half is
-//! evicted first: failures near the end of a log matter most).
+//! of their own, and kept windows are capped at [`Limits::max_retained_bytes`]. Over the
+//! cap the middle of the log goes: the earliest windows (a quarter of the cap, where the
+//! first failure is) and the latest stay, and the report counts the lines dropped.
 
 use std::collections::VecDeque;
 
@@ -64,6 +65,8 @@ pub(crate) struct Retained {
     pub seen: Vec<bool>,
     /// Lines longer than [`MAX_LINE`] whose middle was dropped.
     pub truncated: u64,
+    /// Kept lines evicted to stay within [`Limits::max_retained_bytes`].
+    pub dropped: u64,
 }
 
 /// The memory bounds of a diagnosis. Each bounds memory independently of the input's
@@ -97,8 +100,8 @@ impl Default for Limits {
     }
 }
 
-/// Highest rank recorded in `input.ranks`.
-const MAX_RANK: u32 = 1 << 20;
+/// Ranks are below this; a larger number in a rank's place is not a rank.
+pub(crate) const MAX_RANK: u32 = 1 << 20;
 
 /// A kept line with its position in its stream.
 #[derive(Clone, Debug)]
@@ -145,6 +148,8 @@ pub(crate) struct Window {
     seen: Vec<bool>,
     /// Lines longer than [`MAX_LINE`] whose middle was dropped.
     truncated: u64,
+    /// Kept lines evicted to stay within [`Limits::max_retained_bytes`].
+    dropped: u64,
     /// Hits of the chunk being processed: offset and anchor pattern (None: structural).
     hits: Vec<(usize, Option<usize>)>,
     rows: Rows,
@@ -176,6 +181,7 @@ impl Window {
             kept_bytes: 0,
             seen: vec![false; needles],
             truncated: 0,
+            dropped: 0,
             hits: Vec::new(),
             rows: Rows::default(),
             wrap_rank: None,
@@ -288,6 +294,7 @@ impl Window {
             kept: self.kept,
             seen: self.seen,
             truncated: self.truncated,
+            dropped: self.dropped,
         }
     }
 
@@ -369,6 +376,9 @@ impl Window {
         if line.rank.is_none() {
             line.rank = wrapped_from;
         }
+        // No job has a million processes: such a "rank" is some other number in a
+        // prefix, and a finding must not carry a rank `input.ranks` leaves out.
+        line.rank = line.rank.filter(|r| *r < MAX_RANK);
         if let Some(r) = line.rank.filter(|r| *r < MAX_RANK) {
             let r = r as usize;
             if r >= self.ranks.len() {
@@ -376,16 +386,33 @@ impl Window {
             }
             self.ranks[r] = true;
         }
-        self.kept_bytes += line.text.len() + 64;
+        self.kept_bytes += kept_size(&line);
         self.kept.push(Kept { line, seq });
         if self.kept_bytes > self.limits.max_retained_bytes {
-            // Evict the oldest half: the end of a log is where failures are.
-            let half = self.kept.len() / 2;
-            let dropped: usize = self.kept[..half].iter().map(|k| k.line.text.len() + 64).sum();
-            self.kept.drain(..half);
+            // Over the bound, the middle goes: the head (a quarter of the bound: the
+            // earliest windows, where the first failure, usually the cause, is) stays,
+            // and so does the end (where the run died); the oldest half of what follows
+            // the head is evicted. The report counts what was dropped.
+            let quarter = self.limits.max_retained_bytes / 4;
+            let mut head = 0;
+            let mut head_bytes = 0;
+            while head < self.kept.len() && head_bytes + kept_size(&self.kept[head].line) <= quarter {
+                head_bytes += kept_size(&self.kept[head].line);
+                head += 1;
+            }
+            let evict = (self.kept.len() - head).div_ceil(2);
+            let dropped: usize = self.kept[head..head + evict].iter().map(|k| kept_size(&k.line)).sum();
+            self.kept.drain(head..head + evict);
             self.kept_bytes -= dropped;
+            self.dropped += evict as u64;
         }
     }
+}
+
+/// What a kept line counts against [`Limits::max_retained_bytes`]: its text and the
+/// line's own bookkeeping.
+fn kept_size(line: &Line) -> usize {
+    line.text.len() + 64
 }
 
 fn memchr(b: &[u8]) -> Option<usize> {

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 mod evidence;
 mod render;
+mod term;
+
+pub use term::terminal_text;
 
 pub use evidence::Evidence;
 
@@ -100,6 +103,11 @@ pub struct Input {
     /// Lines longer than 64 KiB whose middle was dropped (added field).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub truncated_lines: u64,
+    /// Lines of kept context dropped to stay within the memory bound (added field): the
+    /// middle of a very long, failure-dense log. The earliest and the latest failures
+    /// are kept; a failure whose lines were dropped is missing from the report.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_lines: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -241,10 +249,20 @@ impl Report {
     }
 
     /// The report for a person at a terminal: headline, culprit, evidence, checklist,
-    /// fix, verify; collateral findings in brief; the timeline. `color` adds ANSI styles.
+    /// fix, verify; collateral findings in brief; the timeline. `color` adds ANSI styles;
+    /// prose is wrapped to 100 columns (see [`Report::to_text_width`]).
     pub fn to_text(&self, color: bool) -> String {
-        render::text(self, color)
+        render::text(self, color, Self::TEXT_WIDTH)
     }
+
+    /// [`Report::to_text`] wrapped to `width` columns (a terminal's width; code lines
+    /// are never broken, and no column is narrower than 24 characters).
+    pub fn to_text_width(&self, color: bool, width: usize) -> String {
+        render::text(self, color, width)
+    }
+
+    /// The width text is wrapped to when no terminal says otherwise.
+    pub const TEXT_WIDTH: usize = 100;
 
     /// The report as Markdown, for an issue or a chat message.
     pub fn to_markdown(&self) -> String {

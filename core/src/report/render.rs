@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::term::{pad_to, visible, Term};
 use super::{compress_ranks, value_text, Evidence, Finding, Report, Role};
 
 /// Evidence as shown: the contract's reserved keys first, in their order, then the
@@ -20,32 +21,6 @@ fn ordered_evidence(f: &Finding) -> Vec<(&str, String)> {
         out.push((k, value_text(v)));
     }
     out
-}
-
-struct Style {
-    on: bool,
-}
-
-impl Style {
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-    fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
-    }
-    fn red(&self, s: &str) -> String {
-        self.paint("1;31", s)
-    }
-    fn dim(&self, s: &str) -> String {
-        self.paint("2", s)
-    }
-    fn green(&self, s: &str) -> String {
-        self.paint("32", s)
-    }
 }
 
 fn who(f: &Finding) -> String {
@@ -207,19 +182,30 @@ fn suspect_sentence(report: &Report) -> Option<String> {
 }
 
 /// The report for a person at a terminal: headline, culprit, evidence with line
-/// numbers, checklist, fix, verify; collateral findings in brief.
-pub fn text(report: &Report, color: bool) -> String {
-    let st = Style { on: color };
+/// numbers, checklist, fix, verify; collateral findings in brief. Every section fits in
+/// `width` columns (code lines excepted: they are never broken), and rule prose shows no
+/// Markdown syntax (see [`super::term`]).
+pub fn text(report: &Report, color: bool, width: usize) -> String {
+    let st = Term { color, width };
     let mut o = String::new();
+    let put = |o: &mut String, lines: Vec<String>| {
+        for l in lines {
+            let _ = writeln!(o, "{l}");
+        }
+    };
     if report.findings.is_empty() {
-        let _ = writeln!(o, "No failure found in {}.", plural(report.input.lines, "line", "lines"));
-        let _ = writeln!(o, "torchdx looks for Python tracebacks and PyTorch, CUDA, NCCL and torchrun error messages; paste the log from the first error to the end.");
+        let none = format!("No failure found in {}.", plural(report.input.lines, "line", "lines"));
+        put(&mut o, st.block("", 0, &none));
+        put(&mut o, st.block("", 0, "torchdx looks for Python tracebacks and PyTorch, CUDA, NCCL and torchrun error messages; paste the log from the first error to the end."));
         if report.input.truncated_lines > 0 {
-            let _ = writeln!(
-                o,
-                "{} line(s) were longer than 64 KiB: only their first and last 32 KiB were read.",
-                report.input.truncated_lines
+            let long = format!(
+                "{} longer than 64 KiB: only the first and last 32 KiB of each were read.",
+                plural(report.input.truncated_lines, "line was", "lines were")
             );
+            put(&mut o, st.block("", 0, &long));
+        }
+        if let Some(n) = dropped_notice(report) {
+            put(&mut o, st.block("", 0, &n));
         }
         return o;
     }
@@ -230,66 +216,63 @@ pub fn text(report: &Report, color: bool) -> String {
         if i > 0 {
             let _ = writeln!(o);
         }
-        let tag = match f.role {
-            Role::Initiating => "initiating",
-            Role::Independent => "independent",
-            Role::Collateral => "collateral",
-        };
         let w = match who(f) {
             w if w.is_empty() => w,
             w if w.starts_with("reported") => format!(" {w}"),
             w => format!(" on {w}"),
         };
-        let _ = writeln!(o, "{} {} [{}]{}", st.red("●"), st.bold(&f.title), f.id, w);
-        let _ = writeln!(
-            o,
-            "  {}",
-            st.dim(&format!("{tag}, {:?} confidence, {}", f.confidence, lines_of(f)).to_lowercase())
-        );
+        let head = format!("{} [{}]{}", st.bold(&st.inline(&f.title)), f.id, w);
+        put(&mut o, st.block(&format!("{} ", st.red("●")), 2, &head));
+        let confidence = format!("{:?}", f.confidence).to_lowercase();
+        let _ =
+            writeln!(o, "  {}", st.dim(&format!("{}, {confidence} confidence, {}", role_name(f.role), lines_of(f))));
         if let Some(c) = &f.culprit {
-            let _ = writeln!(o, "\n  {} {}", st.bold("Culprit:"), c.summary);
+            let _ = writeln!(o);
+            put(&mut o, st.block(&format!("  {} ", st.bold("Culprit:")), 4, &c.summary));
         }
         let _ = writeln!(o, "\n  {}", st.bold("Evidence"));
-        for (k, v) in ordered_evidence(f) {
-            let _ = writeln!(o, "    {:<16} {}", st.dim(k), v);
+        let shown = text_evidence(f);
+        let key_w = shown.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0).clamp(12, 24) + 2;
+        for (k, v) in shown {
+            let key = pad_to(&format!("    {}", st.dim(k)), 4 + key_w);
+            let lines = st.block(&key, 4 + key_w, &plain_value(&v));
+            put(&mut o, lines);
         }
         let _ = writeln!(o, "\n  {}", st.bold("Why"));
-        for l in wrap(&f.mechanism, 76) {
-            let _ = writeln!(o, "    {l}");
-        }
+        put(&mut o, st.block("    ", 4, &f.mechanism));
         if !f.checklist.is_empty() {
             let _ = writeln!(o, "\n  {}", st.bold("Check"));
             for c in &f.checklist {
-                let _ = writeln!(o, "    [ ] {c}");
+                put(&mut o, st.block("    [ ] ", 8, c));
             }
         }
         let _ = writeln!(o, "\n  {}", st.bold("Fix"));
-        for l in f.fix.lines() {
-            let _ = writeln!(o, "    {}", st.green(l));
-        }
-        let _ = writeln!(o, "\n  {} {}", st.bold("Verify:"), f.verify);
-        let _ = writeln!(o, "  {} {}", st.bold("Prevent:"), f.prevent);
+        put(&mut o, st.block("    ", 4, &f.fix));
+        let _ = writeln!(o);
+        put(&mut o, st.block(&format!("  {} ", st.bold("Verify:")), 4, &f.verify));
+        put(&mut o, st.block(&format!("  {} ", st.bold("Prevent:")), 4, &f.prevent));
         if !f.missing.is_empty() {
             let _ = writeln!(o, "\n  {}", st.bold("Missing"));
             for m in &f.missing {
-                let _ = writeln!(o, "    - {m}");
+                put(&mut o, st.block("    - ", 6, m));
             }
         }
-        let _ = writeln!(o, "\n  {} {}", st.bold("Next:"), f.next_action);
+        let _ = writeln!(o);
+        put(&mut o, st.block(&format!("  {} ", st.bold("Next:")), 4, &f.next_action));
     }
     let collateral: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
     if !collateral.is_empty() && report.initiating.is_some() {
         let _ = writeln!(o, "\n{}", st.bold("Collateral (echoes of the failure above)"));
         for f in collateral {
             let w = who(f);
-            let _ = writeln!(
-                o,
-                "  - {} [{}]{} line {}",
-                f.title,
+            let item = format!(
+                "{} [{}]{} line {}",
+                st.inline(&f.title),
                 f.id,
                 if w.is_empty() { String::new() } else { format!(" {w},") },
                 f.location.line
             );
+            put(&mut o, st.block("  - ", 4, &item));
         }
     }
     let rows = rank_rows(report);
@@ -299,22 +282,75 @@ pub fn text(report: &Report, color: bool) -> String {
         for r in &rows {
             let more = if r.more > 0 { format!(" (+{} more)", r.more) } else { String::new() };
             let ranks = compress_ranks(&r.ranks);
-            let (role, title, id) = (role_name(r.first.role), &r.first.title, &r.first.id);
-            let _ = writeln!(o, "  {ranks:<8} {:<20} {role:<12} {title} [{id}]{more}", r.when(" "));
+            let (role, title, id) = (role_name(r.first.role), st.inline(&r.first.title), &r.first.id);
+            let lead = format!("  {ranks:<8} {:<20} {role:<12} ", r.when(" "));
+            let hang = visible(&lead);
+            put(&mut o, st.block(&lead, hang, &format!("{title} [{id}]{more}")));
         }
         if let Some(s) = suspect_sentence(report) {
-            for l in wrap(&s, 78) {
-                let _ = writeln!(o, "  {l}");
-            }
+            put(&mut o, st.block("  ", 2, &s));
         }
     }
     if report.timeline.len() > 1 {
         let _ = writeln!(o, "\n{}", st.bold("Timeline"));
         for t in &report.timeline {
-            let _ = writeln!(o, "  {} {}", t.time.as_deref().unwrap_or("        "), t.text);
+            let lead = format!("  {} ", t.time.as_deref().unwrap_or("        "));
+            let hang = visible(&lead);
+            put(&mut o, st.block(&lead, hang, &t.text));
         }
     }
+    if let Some(n) = dropped_notice(report) {
+        let _ = writeln!(o);
+        put(&mut o, st.block(&format!("{} ", st.bold("Note:")), 6, &n));
+    }
     o
+}
+
+/// What the report says when the memory bound dropped lines of context.
+fn dropped_notice(report: &Report) -> Option<String> {
+    let n = report.input.dropped_lines;
+    (n > 0).then(|| {
+        format!(
+            "{} of context from the middle of this log were dropped to stay within the memory bound (the earliest and the latest failures are kept); a failure reported only there is missing here. Diagnose that part of the log on its own to see it.",
+            plural(n, "line", "lines")
+        )
+    })
+}
+
+/// Evidence as the terminal shows it: raw byte counts (`tried_bytes`) stay in the JSON
+/// when the human size (`tried`) is shown, and a key whose value another key already
+/// shows under the shorter name (`reserved_unallocated` beside `unallocated`) is shown once.
+fn text_evidence(f: &Finding) -> Vec<(&str, String)> {
+    let all = ordered_evidence(f);
+    let has = |k: &str| all.iter().any(|(x, _)| *x == k);
+    all.iter()
+        .filter(|(k, v)| {
+            let raw_bytes = k.strip_suffix("_bytes").is_some_and(&has);
+            let echoed = all.iter().any(|(x, w)| x != k && k.ends_with(&format!("_{x}")) && w == v);
+            !raw_bytes && !echoed
+        })
+        .cloned()
+        .collect()
+}
+
+/// An evidence value as prose for [`Term::block`]: it is data, not Markdown, so a
+/// backtick or `**` in it is shown as is (a code span of the whole value keeps them).
+fn plain_value(v: &str) -> String {
+    if v.contains('`') || v.contains("**") {
+        let ticks = "`".repeat(longest_run(v, '`') + 1);
+        format!("{ticks} {v} {ticks}")
+    } else {
+        v.to_string()
+    }
+}
+
+fn longest_run(s: &str, c: char) -> usize {
+    let (mut best, mut cur) = (0, 0);
+    for x in s.chars() {
+        cur = if x == c { cur + 1 } else { 0 };
+        best = best.max(cur);
+    }
+    best
 }
 
 /// The report as Markdown.
@@ -322,6 +358,9 @@ pub fn markdown(report: &Report) -> String {
     let mut o = String::new();
     if report.findings.is_empty() {
         let _ = writeln!(o, "**torchdx:** no failure found in {}.", plural(report.input.lines, "line", "lines"));
+        if let Some(n) = dropped_notice(report) {
+            let _ = writeln!(o, "\n> **Note:** {n}");
+        }
         return o;
     }
     let grouped = report.initiating.is_some();
@@ -399,50 +438,8 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(o, "1. {}{}", t.time.as_ref().map(|x| format!("{x} ")).unwrap_or_default(), t.text);
         }
     }
+    if let Some(n) = dropped_notice(report) {
+        let _ = writeln!(o, "\n> **Note:** {n}");
+    }
     o
-}
-
-/// Greedy word wrap; single line breaks in rule prose are soft, blank lines separate
-/// paragraphs, and list items (`* `, `- `, `1. `) start their own line.
-pub(crate) fn wrap(s: &str, width: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut paras: Vec<String> = Vec::new();
-    for (i, block) in s.trim().split("\n\n").enumerate() {
-        if i > 0 {
-            paras.push(String::new());
-        }
-        let mut cur = String::new();
-        for l in block.lines() {
-            let t = l.trim_start();
-            let item = t.starts_with("* ")
-                || t.starts_with("- ")
-                || t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-            if item && !cur.is_empty() {
-                paras.push(std::mem::take(&mut cur));
-            }
-            if !cur.is_empty() {
-                cur.push(' ');
-            }
-            cur.push_str(t);
-        }
-        paras.push(cur);
-    }
-    for para in &paras {
-        if para.is_empty() {
-            out.push(String::new());
-            continue;
-        }
-        let mut line = String::new();
-        for w in para.split_whitespace() {
-            if !line.is_empty() && line.len() + 1 + w.len() > width {
-                out.push(std::mem::take(&mut line));
-            }
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(w);
-        }
-        out.push(line);
-    }
-    out
 }

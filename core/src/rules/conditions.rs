@@ -34,6 +34,18 @@ fn values_hold(w: &When, ev: &Context) -> bool {
             Some(Value::Array(a)) => a.iter().map(value_text).collect::<BTreeSet<_>>().len() >= 2,
             _ => false,
         })
+        && w.exceeds.iter().all(|(a, b)| match (number(ev, a), number(ev, b)) {
+            (Some(x), Some(y)) => x > y,
+            _ => false,
+        })
+}
+
+/// A value as a number: a JSON number, or text that parses as one.
+fn number(ev: &Context, k: &str) -> Option<f64> {
+    match ev.get(k)? {
+        Value::Number(n) => n.as_f64(),
+        v => value_text(v).trim().parse().ok(),
+    }
 }
 
 /// Whether a case's conditions hold: the value conditions, then frames and log.

@@ -66,6 +66,18 @@ pub(crate) fn derive(ev: &mut Evidence) {
         let op = op.trim_start_matches("_thnn_").trim_start_matches("_th_").to_string();
         ev.op.get_or_insert(op);
     }
+    // `argument #1 'input' ... but device 1 does not equal 0`: CUDA device indices, the
+    // first of the named argument, the second of the tensor it is compared with.
+    let int = |ev: &Evidence, k: &str| ev.extra.get(k).and_then(Value::as_i64);
+    if let (Some(a), Some(b)) = (int(ev, "device_index_a"), int(ev, "device_index_b")) {
+        ev.devices.get_or_insert(vec![format!("cuda:{a}"), format!("cuda:{b}")]);
+        if ev.argument.is_some() {
+            ev.insert_if_absent("argument_device", Value::from(format!("cuda:{a}")));
+            ev.insert_if_absent("common_device", Value::from(format!("cuda:{b}")));
+        }
+        ev.remove("device_index_a");
+        ev.remove("device_index_b");
+    }
     // Which device belongs to the named argument and which is the common one. Messages
     // name them in different orders; `devices` keeps the message's order.
     let dev = |ev: &Evidence, k: &str| ev.text(k).map(str::to_string);
@@ -81,13 +93,6 @@ pub(crate) fn derive(ev: &mut Evidence) {
                 }
             }
         }
-    }
-    // `but device 1 does not equal 0`: CUDA device indices.
-    let int = |ev: &Evidence, k: &str| ev.extra.get(k).and_then(Value::as_i64);
-    if let (Some(a), Some(b)) = (int(ev, "device_index_a"), int(ev, "device_index_b")) {
-        ev.devices.get_or_insert(vec![format!("cuda:{a}"), format!("cuda:{b}")]);
-        ev.remove("device_index_a");
-        ev.remove("device_index_b");
     }
     // CUDA heap fragmentation: reserved-but-unallocated memory that is large relative
     // to the GPU makes `expandable_segments` the right advice.

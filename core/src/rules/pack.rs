@@ -671,6 +671,8 @@ impl Pack {
         self.ops.op.extend(f.op);
         self.ops.loss_callees.extend(f.loss_callees);
         self.ops.factories.extend(f.factories);
+        self.ops.library_packages.extend(f.library_packages);
+        self.ops.inert_callees.extend(f.inert_callees);
     }
 
     fn add_families(&mut self, f: FamiliesFile) {
@@ -804,6 +806,16 @@ impl Pack {
     /// Substrings of a callee that computes a loss (`data/ops.toml`).
     pub(crate) fn loss_callees(&self) -> &[String] {
         &self.ops.loss_callees
+    }
+
+    /// Callees that run no tensor op of their own (`data/ops.toml`).
+    pub(crate) fn inert_callees(&self) -> &[String] {
+        &self.ops.inert_callees
+    }
+
+    /// Top-level packages of installed libraries (`data/ops.toml`).
+    pub(crate) fn library_packages(&self) -> &[String] {
+        &self.ops.library_packages
     }
 
     /// Tensor factories that create on the default device (`data/ops.toml`).

@@ -104,6 +104,10 @@ pub struct When {
     /// The list holds at least two distinct values.
     #[serde(default)]
     pub differ: Vec<String>,
+    /// The number under the key is greater than the number under the other key
+    /// (`exceeds = { workers_joined = "world_size" }`); false when either is not a number.
+    #[serde(default)]
+    pub exceeds: BTreeMap<String, String>,
     /// Some traceback frame's path or function contains one of these.
     #[serde(default)]
     pub frame_contains: Vec<String>,
@@ -434,6 +438,14 @@ pub struct OpsFile {
     /// `device=`.
     #[serde(default)]
     pub factories: Vec<String>,
+    /// Callees (by last name) that run no tensor op of their own (`print`, `view`, `to`,
+    /// `gelu`): never the call a device message's op belongs to.
+    #[serde(default)]
+    pub inert_callees: Vec<String>,
+    /// Top-level packages of installed libraries, for tracebacks pasted with
+    /// package-relative paths (`diffusers/models/embeddings.py`, no `site-packages`).
+    #[serde(default)]
+    pub library_packages: Vec<String>,
     /// The role table.
     #[serde(default)]
     pub op: Vec<OpSpec>,

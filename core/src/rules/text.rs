@@ -1,6 +1,8 @@
 //! Placeholders in rule text: `{name}`, `{name|fallback words}`, `{devices.0}`,
-//! `{{`/`}}` for literal braces. Anything else in braces (a Python dict, an f-string
-//! with spaces) is left as written.
+//! `{name:var|fallback}` (the value only when it can be assigned to in Python: `x`,
+//! `batch["ids"]`, `self.mask`; not `f(x)`, so `{culprit_expr:var|x} = ...` is always
+//! Python), `{{`/`}}` for literal braces. Anything else in braces (a Python dict, an
+//! f-string with spaces) is left as written.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +22,8 @@ pub struct Placeholder<'a> {
     pub key: &'a str,
     pub index: Option<usize>,
     pub fallback: Option<&'a str>,
+    /// `:var`: only a value Python can assign to.
+    pub var: bool,
 }
 
 /// Lists the placeholders of a text (for `rules check`).
@@ -36,7 +40,7 @@ pub fn placeholders(text: &str) -> Vec<Placeholder<'_>> {
 pub fn render(text: &str, ctx: &Context) -> Option<String> {
     let mut ok = true;
     let s = scan(text, |p| {
-        let v = lookup(ctx, p.key, p.index);
+        let v = lookup(ctx, p.key, p.index).filter(|v| !p.var || is_assignable(v));
         match (v, p.fallback) {
             (Some(v), _) => Some(v),
             (None, Some(f)) => Some(f.to_string()),
@@ -51,7 +55,10 @@ pub fn render(text: &str, ctx: &Context) -> Option<String> {
 
 /// Renders `text`, replacing unresolvable placeholders with nothing.
 pub fn render_lossy(text: &str, ctx: &Context) -> String {
-    scan(text, |p| Some(lookup(ctx, p.key, p.index).or(p.fallback.map(str::to_string)).unwrap_or_default()))
+    scan(text, |p| {
+        let v = lookup(ctx, p.key, p.index).filter(|v| !p.var || is_assignable(v));
+        Some(v.or(p.fallback.map(str::to_string)).unwrap_or_default())
+    })
 }
 
 /// Renders rule text for documentation, where there is no log: a placeholder shows
@@ -61,6 +68,25 @@ pub fn render_docs(text: &str) -> String {
         Some(f) if f != "not shown" => Some(f.to_string()),
         _ => Some(format!("‹{}›", p.key)),
     })
+}
+
+/// Whether Python can assign to `expr`: a name, an attribute chain, subscripts of
+/// them (`batch["labels"]`, `self.bufs[0]`); no call, operator or literal.
+fn is_assignable(expr: &str) -> bool {
+    let e = expr.trim();
+    let mut depth = 0usize;
+    let mut ok = e.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_');
+    for c in e.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => ok &= depth.checked_sub(1).map(|d| depth = d).is_some(),
+            _ if depth > 0 => ok &= c != '(' && c != ')',
+            '.' | '_' => {}
+            c if c.is_alphanumeric() => {}
+            _ => ok = false,
+        }
+    }
+    ok && depth == 0 && !e.ends_with('.')
 }
 
 fn lookup(ctx: &Context, key: &str, index: Option<usize>) -> Option<String> {
@@ -121,6 +147,10 @@ fn parse_placeholder(text: &str, at: usize) -> Option<(Placeholder<'_>, usize)> 
         Some((n, f)) => (n, Some(f)),
         None => (body, None),
     };
+    let (name, var) = match name.strip_suffix(":var") {
+        Some(n) => (n, true),
+        None => (name, false),
+    };
     let (key, index) = match name.split_once('.') {
         Some((k, i)) => (k, Some(i.parse().ok()?)),
         None => (name, None),
@@ -129,7 +159,7 @@ fn parse_placeholder(text: &str, at: usize) -> Option<(Placeholder<'_>, usize)> 
     if !valid || fallback.is_some_and(|f| f.contains('{')) {
         return None;
     }
-    Some((Placeholder { offset: at, key, index, fallback }, close + 2))
+    Some((Placeholder { offset: at, key, index, fallback, var }, close + 2))
 }
 
 #[cfg(test)]
@@ -154,6 +184,20 @@ mod tests {
             assert_eq!(render(t, &ctx).as_deref(), want, "{t}");
         }
         assert_eq!(placeholders("{a} {b|c} {{d}}").len(), 2);
+        ctx.insert("expr".into(), Value::from("batch[\"labels\"]"));
+        ctx.insert("call".into(), Value::from("torch.flatten(x, 1)"));
+        assert_eq!(render("{expr:var|y} = {call:var|y}", &ctx).as_deref(), Some("batch[\"labels\"] = y"));
+        for (e, ok) in [
+            ("x", true),
+            ("self.mask", true),
+            ("bufs[0].w", true),
+            ("f(x)", false),
+            ("a + b", false),
+            ("1", false),
+            ("a[f(x)]", false),
+        ] {
+            assert_eq!(is_assignable(e), ok, "{e}");
+        }
         assert_eq!(render_docs("v{a|not shown} {b|B} {c}"), "v‹a› B ‹c›");
     }
 }
