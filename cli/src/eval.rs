@@ -160,6 +160,10 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
     let mut per_field: BTreeMap<String, [u32; 2]> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut certain_wrong = 0;
+    // Per confidence of the primary finding: cases right (family, and culprit kind where
+    // the truth settles it) and cases judged. `certain` must never be wrong; `likely`
+    // should be right in at least 4 of 5.
+    let mut calibration: BTreeMap<String, [u32; 2]> = BTreeMap::new();
     let mut text = String::new();
     for c in &cases {
         let name = c.file_name().unwrap_or_default().to_string_lossy().to_string();
@@ -233,6 +237,13 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
             }
         }
         let wrong = fails.iter().any(|f| f.starts_with("family:") || f.starts_with("culprit_kind:"));
+        if let Some(f) = p {
+            let c = calibration.entry(format!("{:?}", f.confidence).to_lowercase()).or_default();
+            c[1] += 1;
+            if !wrong {
+                c[0] += 1;
+            }
+        }
         if wrong && p.is_some_and(|f| f.confidence == torchdx_core::Confidence::Certain) {
             certain_wrong += 1;
             fails.push("marked certain but wrong".into());
@@ -262,6 +273,11 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         let tag = if SCORED.contains(&k.as_str()) { "" } else { "  (informational)" };
         text.push_str(&format!("  field {k:16} {:4}/{:<4}{tag}\n", v[0], v[1]));
     }
+    text.push_str(&format!("\n{:28} {:>5} {:>5} {:>6}\n", "calibration (primary)", "right", "of", "ratio"));
+    for level in ["certain", "likely", "possible"] {
+        let v = calibration.get(level).copied().unwrap_or([0, 0]);
+        text.push_str(&format!("{level:28} {:5} {:5} {:6.2}\n", v[0], v[1], ratio(&v)));
+    }
     let summary = format!(
         "eval: {} n={} crashes=0 certain_wrong={certain_wrong}",
         METRICS.iter().map(|m| format!("{m}={:.2}", ratio(&tot[m]))).collect::<Vec<_>>().join(" "),
@@ -278,6 +294,7 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
             "per_field": per_field,
             "cases": rows,
             "certain_wrong": certain_wrong,
+            "calibration": calibration,
         });
         fs::write(p, serde_json::to_string_pretty(&j)? + "\n").map_err(|e| Fail(format!("{}: {e}", p.display())))?;
     }

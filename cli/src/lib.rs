@@ -631,9 +631,15 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
                     s.push('\n');
                 }
             }
-            if report.examples.is_empty() {
+            // After a file that did not parse, "no example ran" would be the same error again.
+            let none_ran = report.examples.is_empty() && report.diagnostics.is_empty();
+            if none_ran {
                 s.push_str("error: no example ran: every rule needs [[example]] entries\n");
             }
+            // The summary counts every error printed above it.
+            let failing =
+                report.examples.iter().filter(|e| !matches!(e.status, Status::Validated | Status::KnownMiss)).count();
+            let problems = report.diagnostics.len() + failing + usize::from(none_ran);
             let todo = if counts[3] + counts[4] > 0 {
                 format!(", {} known misses, {} fixed todos", counts[3], counts[4])
             } else {
@@ -649,7 +655,7 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
                 counts[0],
                 counts[1],
                 counts[2],
-                report.diagnostics.len()
+                problems
             ));
             out(&s)?;
             Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })

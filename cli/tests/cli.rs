@@ -145,20 +145,15 @@ fn text_wraps_to_the_width_and_shows_no_markdown() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_lost_report_is_not_a_success() {
+    // Through a shell, with stdout redirected as `redirect` says.
+    let shell = |redirect: &str| {
+        let line = format!("'{}' diagnose examples/device-mismatch.log {redirect}", env!("CARGO_BIN_EXE_torchdx"));
+        Command::new("sh").arg("-c").arg(line).current_dir(root()).output().unwrap()
+    };
     // `> /dev/null` is a choice, not a loss.
-    let null = Command::new("sh")
-        .arg("-c")
-        .arg(format!("'{}' diagnose examples/device-mismatch.log > /dev/null", env!("CARGO_BIN_EXE_torchdx")))
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let null = shell("> /dev/null");
     assert_eq!(null.status.code(), Some(0), "{}", String::from_utf8_lossy(&null.stderr));
-    let closed = Command::new("sh")
-        .arg("-c")
-        .arg(format!("'{}' diagnose examples/device-mismatch.log >&-", env!("CARGO_BIN_EXE_torchdx")))
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let closed = shell(">&-");
     assert_eq!(closed.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&closed.stderr).contains("standard output is closed"));
     // More than a pipe buffer (64 KiB) of report, so the write meets the closed pipe
@@ -401,6 +396,13 @@ fn pasted_fixtures_meet_their_floor() {
         assert!(got >= min, "{metric}: {got} < {min}\n{}", stdout(&o));
     }
     assert_eq!(v["certain_wrong"], 0, "{}", stdout(&o));
+    // Calibration: `certain` is never wrong, `likely` is right in at least 4 of 5.
+    let level = |l: &str| (v["calibration"][l][0].as_u64().unwrap_or(0), v["calibration"][l][1].as_u64().unwrap_or(0));
+    let (right, of) = level("certain");
+    assert!(of > 0 && right == of, "certain: {right}/{of}\n{}", stdout(&o));
+    let (right, of) = level("likely");
+    assert!(of > 0 && right * 5 >= of * 4, "likely: {right}/{of}\n{}", stdout(&o));
+    assert!(stdout(&o).contains("calibration (primary)"));
 }
 
 /// Compressed logs are read by their magic bytes (zstd here; gzip in `input`'s tests).

@@ -108,7 +108,7 @@ pub fn files(pack: &Pack) -> Vec<(String, String)> {
     let mut files = Vec::new();
     let mut hub = String::from(
         "# The torchdx encyclopedia\n\nGenerated from `rules/` by `torchdx rules docs`; do not edit by hand. \
-         The keys rule text and conditions can use are in [facts.md](facts.md).\n",
+         The keys rule text and conditions can use are in [facts.md](facts.md), the failure families in [families.md](families.md), every recognised wording in [messages.md](messages.md).\n",
     );
     let area_of = |family: &str| {
         pack.families().iter().find(|f| f.id == family).map(|f| f.area.clone()).unwrap_or_else(|| "ungrouped".into())
@@ -150,8 +150,69 @@ pub fn files(pack: &Pack) -> Vec<(String, String)> {
         files.push((format!("{}.md", r.id()), explain_markdown(r)));
     }
     files.push(("facts.md".into(), facts_markdown()));
+    files.push(("families.md".into(), families_markdown(pack)));
+    files.push(("messages.md".into(), messages_markdown(pack)));
     files.push(("README.md".into(), hub));
     files
+}
+
+/// The taxonomy as the pack holds it (`data/families.toml`): every family by area, its
+/// typical message, and the rules that report it.
+pub fn families_markdown(pack: &Pack) -> String {
+    let mut o = String::from(
+        "# Failure families
+
+Generated from `rules/data/families.toml` by `torchdx rules docs`; do not edit by hand. \
+         A report's `family` is one of these ids; the rules that report each are linked.\n",
+    );
+    let mut area = String::new();
+    for f in pack.families() {
+        if f.area != area {
+            let _ = write!(o, "\n## {}\n\n| family | typical message | rules |\n|---|---|---|\n", f.area);
+            area = f.area.clone();
+        }
+        let rules: Vec<String> =
+            pack.rules().iter().filter(|r| r.family() == f.id).map(|r| format!("[{0}]({0}.md)", r.id())).collect();
+        let text = f.text.replace('|', "\\|").replace('`', "'");
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} |",
+            f.id,
+            text,
+            if rules.is_empty() { "none yet".into() } else { rules.join(", ") }
+        );
+    }
+    o
+}
+
+/// The message catalog: every wording the pack recognises, by family and rule, with the
+/// torch releases that print it.
+pub fn messages_markdown(pack: &Pack) -> String {
+    let mut o = String::from(
+        "# Message catalog
+
+Generated from the rules' `[[match]]` templates by `torchdx rules docs`; do not edit by hand. \
+         `{kind:name}` marks a captured value, `{?...}` optional text, `{a|b}` alternatives.\n",
+    );
+    let mut rules: Vec<_> = pack.rules().iter().filter(|r| !r.spec.matches.is_empty()).collect();
+    rules.sort_by(|a, b| (a.family(), a.id()).cmp(&(b.family(), b.id())));
+    let mut family = "";
+    for r in rules {
+        if r.family() != family {
+            let _ = write!(o, "\n## {}\n", r.family());
+            family = r.family();
+        }
+        let _ = write!(o, "\n[{0}]({0}.md)\n\n", r.id());
+        let mut shown = std::collections::BTreeSet::new();
+        for m in &r.spec.matches {
+            let torch = m.torch.as_ref().map(|v| format!(" (torch {v})")).unwrap_or_default();
+            let line = format!("- `{}`{torch}", m.template.replace('`', "'"));
+            if shown.insert(line.clone()) {
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    o
 }
 
 /// The keys rule text and conditions can name beyond a rule's own captures: the
