@@ -206,7 +206,11 @@ def _damage(rng: random.Random, data: bytes, kinds: list[str]) -> bytes:
     if "cut" in kinds:
         data = data.rstrip(b"\r\n")
         last = data.rfind(b"\n")
-        cut = last + 1 + max(1, (len(data) - last - 1) // 2)
+        # Half the last line, but never fewer than 24 characters of it: a log whose
+        # failure is one short line (`Segmentation fault (core dumped)`) cut to
+        # `Segmentation fau` holds no failure any reader could name.
+        tail = len(data) - last - 1
+        cut = last + 1 + min(tail, max(24, tail // 2))
         data = data[:cut]
     return data
 

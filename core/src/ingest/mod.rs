@@ -312,10 +312,14 @@ fn small_int(i: &str) -> IResult<&str, u32> {
     Ok((rest, d.parse().unwrap_or(0)))
 }
 
-/// `[rank3]:` / `rank3]:` (leading bracket lost), with one optional space after.
+/// `[rank3]:` / `rank3]:` (leading bracket lost), and the space torch writes after it.
+/// Some launchers write the prefix without that space (`[rank3]:  File ...`): Python
+/// indents tracebacks by even steps, so an odd run of spaces after the colon holds the
+/// prefix's own space and an even run (0, 2, 4) is the line's indentation.
 fn rank_prefix(i: &str) -> IResult<&str, u32> {
-    let (rest, (_, _, n, _, _)) = (opt(char('[')), tag("rank"), small_int, tag("]:"), opt(char(' '))).parse(i)?;
-    Ok((rest, n))
+    let (rest, (_, _, n, _)) = (opt(char('[')), tag("rank"), small_int, tag("]:")).parse(i)?;
+    let spaces = rest.bytes().take_while(|&b| b == b' ').count();
+    Ok((if spaces % 2 == 1 { &rest[1..] } else { rest }, n))
 }
 
 /// Lightning's and accelerate's `[rank: 1] ` (the global rank).
@@ -679,6 +683,9 @@ mod tests {
         let table: &[(&str, &str, Option<u32>, Option<char>)] = &[
             ("[rank3]: Traceback (most recent call last):", "Traceback (most recent call last):", Some(3), None),
             ("[rank3]:   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", Some(3), None),
+            // Without the prefix's own space: the indentation is the line's.
+            ("[rank3]:  File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", Some(3), None),
+            ("[rank3]:RuntimeError: x", "RuntimeError: x", Some(3), None),
             ("rank7]: RuntimeError: x", "RuntimeError: x", Some(7), None),
             ("[default2]:[rank5]: RuntimeError: x", "RuntimeError: x", Some(5), None),
             ("[default2]:hello", "hello", Some(2), None),
