@@ -48,6 +48,18 @@ except ImportError:  # Python < 3.11
 RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 # a torchrun Root Cause summary's host line, in a snippet (maybe rank-prefixed)
 HOST_LINE = re.compile(r"^((?:\[(?:rank|default)\d+\]:)?\s*host\s*:\s*)\S.*$")
+# An MPI launcher names the node of the process that died (`... with PID 118842 on node
+# node17 exited on signal 11`): rewritten to the planted host like a summary's `host :`.
+NODE_TEXT = re.compile(r"(noticed that process rank \d+ with PID \d+ on node )(\S+)")
+
+
+def _rehost(ln: str, host: str) -> str:
+    ln = HOST_LINE.sub(lambda m: m.group(1) + host, ln)
+    return NODE_TEXT.sub(lambda m: m.group(1) + host, ln)
+
+
+def _names_host(ln: str) -> bool:
+    return bool(HOST_LINE.match(ln) or NODE_TEXT.search(ln))
 START_DATE = dt.date(2026, 4, 6)  # a Monday: four ISO weeks follow
 
 
@@ -206,11 +218,11 @@ def _damage(rng: random.Random, data: bytes, kinds: list[str]) -> bytes:
     if "cut" in kinds:
         data = data.rstrip(b"\r\n")
         last = data.rfind(b"\n")
-        # Half the last line, but never fewer than 24 characters of it: a log whose
+        # Half the last line, but never fewer than 48 characters of it: a log whose
         # failure is one short line (`Segmentation fault (core dumped)`) cut to
         # `Segmentation fau` holds no failure any reader could name.
         tail = len(data) - last - 1
-        cut = last + 1 + min(tail, max(24, tail // 2))
+        cut = last + 1 + min(tail, max(48, tail // 2))
         data = data[:cut]
     return data
 
@@ -239,7 +251,7 @@ def _body(rng, snippet, world, rank, host, noise_lines, with_prefix, interleave)
         out.append(_noise_line(rng, rng.randrange(world), world, host, step))
     if snippet is None:
         return out
-    snip = [HOST_LINE.sub(lambda m: m.group(1) + host, ln) for ln in snippet.log.rstrip("\n").split("\n")]
+    snip = [_rehost(ln, host) for ln in snippet.log.rstrip("\n").split("\n")]
     if with_prefix and _snippet_rank(snippet) is None:
         snip = _prefix(snip, rank)
     for ln in snip:
@@ -367,7 +379,7 @@ def generate(
                         other = _other_node_tail(rng, rank2, host2, day)
                         lines = (other + lines) if rng.random() < 0.5 else (lines + other)
                         hosts_in_log.append(host2)
-                if not summary and snippet is not None and any(HOST_LINE.match(ln) for ln in snippet.log.split("\n")):
+                if not summary and snippet is not None and any(_names_host(ln) for ln in snippet.log.split("\n")):
                     hosts_in_log.append(host)  # the snippet's own summary, host rewritten
                 entry["host_in_log"] = bool(hosts_in_log)
                 entry["hosts_in_log"] = hosts_in_log
@@ -395,7 +407,7 @@ def generate(
 def _snippet_lines(snippet, host):
     """A snippet's lines without rank prefixes (a rank folder's own output), its hosts
     rewritten to ``host``."""
-    return [HOST_LINE.sub(lambda m: m.group(1) + host, ln) for ln in _strip_prefix(snippet.log.rstrip("\n").split("\n"))]
+    return [_rehost(ln, host) for ln in _strip_prefix(snippet.log.rstrip("\n").split("\n"))]
 
 
 def _write_folder(rng, jdir, snippet, world, rank, host, noise, day, entry):
@@ -439,7 +451,7 @@ def _write_folder(rng, jdir, snippet, world, rank, host, noise, day, entry):
     # rank folders are local ranks; on one node (world <= 8 here) they are the global ranks
     entry["rank"] = rank if snippet else None
     entry["rank_stated"] = entry["rank_prefixed"] = snippet is not None
-    named = snippet is not None and any(HOST_LINE.match(ln) for ln in _snippet_lines(snippet, host))
+    named = snippet is not None and any(_names_host(ln) for ln in _snippet_lines(snippet, host))
     entry["host_in_log"] = named
     entry["hosts_in_log"] = [host] if named else []
     entry["world"] = world
