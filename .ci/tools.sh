@@ -20,4 +20,4 @@ if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
   apt-get update && apt-get install -y chromium chromium-driver
 fi
 command -v rg >/dev/null || { apt-get update >/dev/null && apt-get install -y ripgrep; } || true
-if [ -f package-lock.json ] && [ ! -d node_modules ]; then npm ci --no-audit --no-fund; fi
+# node_modules: wasm/build.sh runs `npm ci` itself (the fresh-clone path a user takes).

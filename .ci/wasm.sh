@@ -7,7 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -d node_modules ] || npm ci --no-audit --no-fund     # playwright-core + binaryen (wasm-opt)
+# No `npm ci` here: wasm/build.sh installs node_modules itself (playwright-core + binaryen),
+# as it must on a new user's fresh clone.
+export TORCHDX_SCREENSHOTS=${TORCHDX_SCREENSHOTS:-$PWD/target/screenshots}   # CI artefacts
+mkdir -p "$TORCHDX_SCREENSHOTS"
 wasm/build.sh                                          # wasm/pkg, wasm/pkg-node, wasm/www/pkg + size budget
 node tests-js/parity.mjs                               # CLI JSON == diagnoseJson, byte for byte
 node --test tests-js/                                  # the page in headless Chromium

@@ -130,5 +130,50 @@ fn redacted_logs_diagnose_the_same() {
         let b = engine.diagnose(&redacted.text);
         assert_eq!(shape(&a), shape(&b), "{name}: redaction changed the diagnosis\n{}", redacted.text);
         assert_eq!(a.initiating, b.initiating, "{name}");
+        assert_eq!(redacted.text.lines().count(), log.lines().count(), "{name}: a line was lost");
+        // The same log with a job's secrets printed above it (an env dump, a login, a
+        // git remote): the secrets go, the diagnosis stays.
+        let seeded = format!("{SEEDED_SECRETS}{log}");
+        let r = torchdx_core::redact::redact(&seeded);
+        for secret in SEEDED_VALUES {
+            assert!(!r.text.contains(secret), "{name}: {secret} kept");
+        }
+        let (plain, c) = (engine.diagnose(&seeded), engine.diagnose(&r.text));
+        assert_eq!(shape(&plain), shape(&c), "{name}: seeded redaction changed the diagnosis\n{}", r.text);
+        assert_eq!(r.text.lines().count(), seeded.lines().count(), "{name}: a line was lost");
     }
 }
+
+/// One line per secret class, as jobs print them before training starts (each shorter
+/// than the narrowest terminal a fixture is wrapped at, so the seeding itself does not
+/// move the wrap-width inference).
+const SEEDED_SECRETS: &str = "\
++ export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE
+aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+origin https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o
+HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789
+WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567
+Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.dozjgNryP4J3
+db password: hunter2 cookie: Cookie: sid=9a8b7c6d5e4f
+-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+-----END OPENSSH PRIVATE KEY-----
+SLURM_JOB_USER=ivanp on trainer-7.corp.example.com
+fe80::1ff:fe23:4567:890a 10.20.30.40 ivan.petrov@example.com
+";
+const SEEDED_VALUES: &[&str] = &[
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI",
+    "ghp_16C7e42F",
+    "hf_AbCdEf",
+    "0123456789abcdef0123",
+    "eyJhbGciOiJIUzI1NiJ9",
+    "hunter2",
+    "9a8b7c6d5e4f",
+    "b3BlbnNzaC1rZXkt",
+    "ivanp",
+    "trainer-7",
+    "fe80::1ff",
+    "10.20.30.40",
+    "ivan.petrov",
+];

@@ -6,8 +6,8 @@
 # Each package folder is npm-shaped: package.json, .js, .d.ts, .wasm, README.md.
 #
 # Needs: the wasm32-unknown-unknown target, wasm-bindgen-cli at the exact version of the
-# wasm-bindgen crate in Cargo.lock, node. Uses node_modules/.bin/wasm-opt (npm binaryen,
-# from `npm ci`) when present; never a wasm-opt from PATH (Debian's binaryen 108 writes a
+# wasm-bindgen crate in Cargo.lock, node and npm. Uses node_modules/.bin/wasm-opt (npm
+# binaryen), running `npm ci` itself when it is missing; never a wasm-opt from PATH (Debian's binaryen 108 writes a
 # module that fails at instantiation). Fails when the gzipped .wasm exceeds the budget
 # (TORCHDX_WASM_BUDGET_STRICT=0: only warn).
 #
@@ -72,8 +72,15 @@ snippet=$(find wasm/pkg-node/snippets -path '*/js/builtin-rules.js' 2>/dev/null 
   die "expected one snippets/*/js/builtin-rules.js in wasm/pkg-node, found: ${snippet:-none}"
 cp wasm/js/builtin-rules.cjs "$snippet"
 
-# ---- optimise (npm binaryen only)
+# ---- optimise (npm binaryen only, installed here from package-lock.json when missing:
+# a fresh clone builds within the budget with no hand step)
 WASM_OPT="$ROOT/node_modules/.bin/wasm-opt"
+if [ ! -x "$WASM_OPT" ] && [ "${TORCHDX_WASM_OPT:-1}" != 0 ]; then
+  command -v npm >/dev/null ||
+    die "npm is needed to install wasm-opt (npm binaryen, pinned in package-lock.json): install Node.js >= 18"
+  echo "wasm-opt: installing the pinned npm binaryen and playwright-core (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 if [ -x "$WASM_OPT" ]; then
   echo "wasm-opt: $("$WASM_OPT" --version)"
   # Both targets get the same module from wasm-bindgen (only the JS glue differs):
@@ -87,7 +94,7 @@ if [ -x "$WASM_OPT" ]; then
     "$WASM_OPT" -Os wasm/pkg-node/torchdx_wasm_bg.wasm -o wasm/pkg-node/torchdx_wasm_bg.wasm
   fi
 else
-  echo "wasm-opt: skipped (node_modules/.bin/wasm-opt missing; npm ci gives a ~10% smaller gzipped .wasm)"
+  echo "wasm-opt: skipped (TORCHDX_WASM_OPT=0; the gzipped .wasm is ~10% larger)"
 fi
 
 # ---- npm-shaped package folders

@@ -4,6 +4,7 @@
 use crate::ExitCode;
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{self, Write as _};
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -160,6 +161,7 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
     let mut per_field: BTreeMap<String, [u32; 2]> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut certain_wrong = 0;
+    let mut unreadable = 0;
     // Per confidence of the primary finding: cases right (family, and culprit kind where
     // the truth settles it) and cases judged. `certain` must never be wrong; `likely`
     // should be right in at least 4 of 5.
@@ -167,12 +169,26 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
     let mut text = String::new();
     for c in &cases {
         let name = c.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let truth: toml::Table = fs::read_to_string(c.join("truth.toml"))
-            .map_err(|e| Fail(format!("{}: {e}", c.display())))?
-            .parse()
-            .map_err(|e| Fail(format!("{}/truth.toml: {e}", c.display())))?;
-        let log = fs::read(c.join("log.txt")).map_err(|e| Fail(format!("{}/log.txt: {e}", c.display())))?;
-        let report = engine.diagnose_bytes(&log);
+        let read = fs::read_to_string(c.join("truth.toml"))
+            .map_err(|e| format!("truth.toml: {e}"))
+            .and_then(|t| t.parse::<toml::Table>().map_err(|e| format!("truth.toml: {e}")))
+            .and_then(|truth| case_log(&engine, &c.join("log.txt")).map(|r| (truth, r)));
+        let (truth, report) = match read {
+            Ok(x) => x,
+            Err(e) => {
+                // A case that cannot be read is scored wrong (and counted as the scorer
+                // counts a command that failed); the other cases still run.
+                unreadable += 1;
+                let _ = writeln!(io::stderr(), "torchdx eval: {}: {e}", c.display());
+                bump(&mut tot, "family", 1);
+                bump(&mut tot, "cases", 1);
+                if verbose {
+                    text.push_str(&format!("FAIL {name}: {e}\n"));
+                }
+                rows.push(json!({"case": name, "ok": false, "fails": [e]}));
+                continue;
+            }
+        };
         let p = report.primary().or(report.findings.first());
         let mut fails: Vec<String> = Vec::new();
         let want_family = truth.get("family").and_then(|v| v.as_str()).unwrap_or("");
@@ -279,7 +295,7 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         text.push_str(&format!("{level:28} {:5} {:5} {:6.2}\n", v[0], v[1], ratio(&v)));
     }
     let summary = format!(
-        "eval: {} n={} crashes=0 certain_wrong={certain_wrong}",
+        "eval: {} n={} crashes={unreadable} certain_wrong={certain_wrong}",
         METRICS.iter().map(|m| format!("{m}={:.2}", ratio(&tot[m]))).collect::<Vec<_>>().join(" "),
         cases.len()
     );
@@ -299,6 +315,17 @@ pub(crate) fn run(dir: &Path, json_out: Option<&Path>, verbose: bool) -> Result<
         fs::write(p, serde_json::to_string_pretty(&j)? + "\n").map_err(|e| Fail(format!("{}: {e}", p.display())))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A case's log, diagnosed as it streams (bounded memory, compressed logs read as they
+/// are). Only a regular file is read: a FIFO would block the run and a device
+/// (`/dev/zero`) never ends.
+fn case_log(engine: &Engine, p: &Path) -> Result<torchdx_core::Report, String> {
+    let meta = fs::metadata(p).map_err(|e| format!("log.txt: {e}"))?;
+    if !meta.is_file() {
+        return Err("log.txt: not a regular file (a FIFO, device or folder is not read)".into());
+    }
+    crate::input::diagnose_path(engine, p)
 }
 
 #[cfg(test)]

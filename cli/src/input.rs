@@ -262,6 +262,64 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> io::Result<()> {
     Ok(())
 }
 
+/// Redacts the log at `file` (or standard input) as a stream, giving `sink` the redacted
+/// bytes chunk by chunk. A file is read twice, so a host named late in it is replaced
+/// early too; standard input is read once and names are replaced from where they are
+/// learned. Memory stays bounded whatever the input's size. Read errors become `E`
+/// through `fail` (with the input's name); `sink`'s errors pass through.
+pub fn redact_stream<E>(
+    file: Option<&Path>,
+    mut sink: impl FnMut(&[u8]) -> Result<(), E>,
+    fail: impl Fn(String) -> E,
+) -> Result<torchdx_core::redact::Redactor, E> {
+    use torchdx_core::redact::Redactor;
+    let mut r = Redactor::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
+    let mut pass = |reader: &mut dyn Read, r: &mut Redactor, learn: bool, name: &str| -> Result<(), E> {
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(fail(format!("{name}: {e}"))),
+            };
+            if learn {
+                r.learn(&buf[..n]);
+            } else {
+                r.feed(&buf[..n], &mut out);
+                sink(&out)?;
+                out.clear();
+            }
+        }
+        if learn {
+            r.finish_learning();
+        } else {
+            r.finish(&mut out);
+            sink(&out)?;
+            out.clear();
+        }
+        Ok(())
+    };
+    match file.filter(|p| p.as_os_str() != "-") {
+        Some(p) => {
+            let name = p.display().to_string();
+            // Only a regular file can be read twice: a FIFO or `<(cmd)` is read once.
+            let twice = fs::metadata(p).is_ok_and(|m| m.is_file());
+            for learn in [true, false].into_iter().filter(|&l| twice || !l) {
+                let mut reader = open(p).map_err(|e| fail(format!("{name}: {e}")))?;
+                pass(&mut reader, &mut r, learn, &name)?;
+            }
+        }
+        None => {
+            let stdin = io::stdin();
+            let mut lock = stdin.lock();
+            pass(&mut lock, &mut r, false, "standard input")?;
+        }
+    }
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

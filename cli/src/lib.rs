@@ -394,18 +394,9 @@ fn diagnose_input(engine: &Engine, file: &Option<PathBuf>) -> Result<torchdx_cor
     Ok(d.finish())
 }
 
-fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Fail> {
-    match file {
-        None => read_stdin(),
-        Some(p) if p.as_os_str() == "-" => read_stdin(),
-        Some(p) => fs::read(p).map_err(|e| Fail(format!("{}: {e}", p.display()))),
-    }
-}
-
-fn read_stdin() -> Result<Vec<u8>, Fail> {
-    let mut buf = Vec::new();
-    io::stdin().read_to_end(&mut buf).map_err(|e| Fail(format!("standard input: {e}")))?;
-    Ok(buf)
+/// `1 file`, `2 files`.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn out(s: &str) -> Result<(), Fail> {
@@ -532,9 +523,19 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
         Cmd::Diagnose { file, format: fmt, rules, color, width, redact } => {
             let engine = engine_with(&rules)?;
             let report = if redact {
-                let bytes = read_input(&file)?;
-                let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
-                engine.diagnose(&r.text)
+                if file.as_deref().is_some_and(Path::is_dir) {
+                    return Err(Fail("--redact reads one log file or standard input, not a folder".into()));
+                }
+                let mut d = engine.stream();
+                input::redact_stream(
+                    file.as_deref(),
+                    |b: &[u8]| -> Result<(), Fail> {
+                        d.feed(b);
+                        Ok(())
+                    },
+                    Fail,
+                )?;
+                d.finish()
             } else {
                 diagnose_input(&engine, &file)?
             };
@@ -577,15 +578,23 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
         }
         Cmd::Eval { dir, json, verbose } => eval::run(&dir, json.as_deref(), verbose),
         Cmd::Redact { file } => {
-            let bytes = read_input(&file)?;
-            let r = torchdx_core::redact::redact(&String::from_utf8_lossy(&bytes));
-            out(&r.text)?;
-            let summary: Vec<String> = r.counts.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-            let _ = writeln!(
-                io::stderr(),
-                "torchdx: redacted {}",
-                if summary.is_empty() { "nothing".to_string() } else { summary.join(", ") }
-            );
+            if stdout_was_closed() {
+                return Err(Fail("standard output is closed: the redacted log cannot be written".into()));
+            }
+            let stdout = io::stdout();
+            let mut o = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            let write = |o: &mut io::BufWriter<io::StdoutLock<'_>>, b: &[u8]| match o.write_all(b) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Fail::pipe_closed()),
+                Err(e) => Err(Fail(format!("standard output: {e}"))),
+            };
+            let r = input::redact_stream(file.as_deref(), |b: &[u8]| write(&mut o, b), Fail)?;
+            match o.flush() {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Err(Fail::pipe_closed()),
+                Err(e) => return Err(Fail(format!("standard output: {e}"))),
+                Ok(()) => {}
+            }
+            let _ = writeln!(io::stderr(), "torchdx: {}", r.summary());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Rules { cmd } => rules(cmd),
@@ -641,7 +650,11 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
                 report.examples.iter().filter(|e| !matches!(e.status, Status::Validated | Status::KnownMiss)).count();
             let problems = report.diagnostics.len() + failing + usize::from(none_ran);
             let todo = if counts[3] + counts[4] > 0 {
-                format!(", {} known misses, {} fixed todos", counts[3], counts[4])
+                format!(
+                    ", {}, {}",
+                    count(counts[3], "known miss", "known misses"),
+                    count(counts[4], "fixed todo", "fixed todos")
+                )
             } else {
                 String::new()
             };
@@ -650,12 +663,13 @@ fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
                 None => "the built-in pack (compiled into this binary; give a folder to check yours): ".to_string(),
             };
             s.push_str(&format!(
-                "{which}{n_files} files, {} examples: {} validated, {} missing, {} noisy{todo}; {} problems\n",
-                report.examples.len(),
+                "{which}{}, {}: {} validated, {} missing, {} noisy{todo}; {}\n",
+                count(n_files, "file", "files"),
+                count(report.examples.len(), "example", "examples"),
                 counts[0],
                 counts[1],
                 counts[2],
-                problems
+                count(problems, "problem", "problems")
             ));
             out(&s)?;
             Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })

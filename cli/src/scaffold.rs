@@ -146,12 +146,14 @@ pub(crate) fn test(dir: &Option<PathBuf>, bless: bool) -> Result<ExitCode, Fail>
             }
         }
         s.push_str(&format!(
-            "blessed: rewrote listed evidence in {written} files; {suggested} facts are not tested (listed above)\n"
+            "blessed: rewrote listed evidence in {}; {} not tested (listed above)\n",
+            crate::count(written, "file", "files"),
+            crate::count(suggested, "fact is", "facts are")
         ));
     }
     s.push_str(&format!(
-        "{} examples: {} passed, {failed} failed\n",
-        report.examples.len(),
+        "{}: {} passed, {failed} failed\n",
+        crate::count(report.examples.len(), "example", "examples"),
         report.examples.len() - failed
     ));
     out(&s)?;
@@ -231,10 +233,10 @@ pub(crate) fn fmt(dir: &Option<PathBuf>, check: bool) -> Result<ExitCode, Fail> 
         for b in &bad {
             out(&format!("would reformat {b}\n"))?;
         }
-        out(&format!("{} files need formatting\n", bad.len()))?;
+        out(&format!("{} formatting\n", crate::count(bad.len(), "file needs", "files need")))?;
         return Ok(if bad.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    out(&format!("reformatted {} files\n", bad.len()))?;
+    out(&format!("reformatted {}\n", crate::count(bad.len(), "file", "files")))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -267,6 +269,11 @@ pub(crate) fn write_or_check<S: AsRef<str>>(
         out(&format!("stale: {}\nrun `{regen}` to regenerate\n", stale.join(", ")))?;
         return Ok(ExitCode::from(1));
     }
-    out(&format!("{} {} files in {}\n", if check { "checked" } else { "wrote" }, files.len(), dir.display()))?;
+    out(&format!(
+        "{} {} in {}\n",
+        if check { "checked" } else { "wrote" },
+        crate::count(files.len(), "file", "files"),
+        dir.display()
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

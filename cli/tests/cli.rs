@@ -431,3 +431,182 @@ fn hazard_fixtures_are_all_diagnosed() {
     let last = s.lines().last().unwrap_or("");
     assert!(last.contains("family=1.00") && last.contains("cases=1.00") && last.contains("certain_wrong=0"), "{s}");
 }
+
+/// Text output as a pipe sees it: 100 columns, `Prevent` shown, missing facts as a list,
+/// a one-line location as `line N`, and the input counted in the singular when it is one.
+#[test]
+fn text_output_reads_like_prose() {
+    let o = bin()
+        .args(["diagnose", "tests/fixtures/hazards/libtorch-cpp-only/log.txt", "--color", "never"])
+        .env_remove("COLUMNS")
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let t = stdout(&o);
+    assert!(t.contains("  Prevent: Measure peak memory"), "{t}");
+    for l in t.lines() {
+        // Code is indented and never broken; everything else wraps at 100 columns.
+        assert!(l.chars().count() <= 100 || l.starts_with("        "), "over 100 columns: {l:?}");
+    }
+    let missing: Vec<&str> =
+        t.lines().skip_while(|l| l.trim() != "Missing").skip(1).take_while(|l| !l.is_empty()).collect();
+    assert!(!missing.is_empty() && missing.iter().all(|l| l.starts_with("    - ") || l.starts_with("      ")), "{t}");
+    assert!(!t.contains(".;"), "{t}");
+    assert!(t.contains(", line 4\n") && !t.contains("lines 4-4"), "{t}");
+    // Byte counts and echoed keys stay in the JSON.
+    assert!(!t.contains("tried_bytes") && !t.contains("reserved_unallocated"), "{t}");
+    let o =
+        bin().args(["diagnose", "-"]).current_dir(root()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write as _;
+    o.stdin.as_ref().unwrap().write_all(b"all good\n").unwrap();
+    let t = stdout(&o.wait_with_output().unwrap());
+    assert!(t.starts_with("No failure found in 1 line."), "{t}");
+}
+
+/// Markdown for a GitHub issue: collateral as a compact table under the initiating
+/// finding, saying who reported an unranked echo as the timeline does (`process` for one
+/// process, never `launcher`), and evidence without raw byte counts or echoed keys.
+#[test]
+fn markdown_collateral_table_and_evidence() {
+    let t = stdout(&run(&["diagnose", "--format", "md", "tests/fixtures/hazards/libtorch-cpp-only/log.txt"]));
+    let table = t.split("### Collateral").nth(1).expect("a collateral section");
+    assert!(table.contains("| ranks | lines | what |"), "{t}");
+    let row = table.lines().find(|l| l.starts_with("| ") && !l.starts_with("| ranks")).unwrap();
+    assert!(row.starts_with("| process | "), "{row}");
+    assert!(!t.contains("launcher"), "{t}");
+    assert_eq!(t.matches("\n## ").count() + usize::from(t.starts_with("## ")), 1, "one H2: {t}");
+    assert!(t.contains("| unallocated | `612.00 MiB` |") && !t.contains("reserved_unallocated"), "{t}");
+    assert!(!t.contains("_bytes |"), "{t}");
+    assert!(t.contains("*initiating, certain confidence, line 4*"), "{t}");
+}
+
+/// `ranks` lists the rank of a one-rank finding too; one notice printed three times by
+/// the same two ranks is one collateral finding with both ranks.
+#[test]
+fn ranks_of_findings() {
+    let o = run(&["diagnose", "--format", "json", "examples/multirank-nccl.log"]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut ranked = 0;
+    for f in r["findings"].as_array().unwrap() {
+        if let Some(rank) = f["rank"].as_u64() {
+            ranked += 1;
+            let ranks: Vec<u64> = f["ranks"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no ranks: {f}"))
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            assert!(ranks.contains(&rank), "{f}");
+        }
+    }
+    assert!(ranked >= 2, "{r}");
+    let notice = "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.";
+    let mut log = String::from("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/w/train.py\", line 9, in <module>\n[rank1]:     loss = loss_fn(out, labels)\n[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!\n");
+    for _ in 0..3 {
+        for r in [0, 2] {
+            log.push_str(&format!("[rank{r}]:[E ProcessGroupNCCL.cpp:1182] [Rank {r}] {notice}\n"));
+        }
+    }
+    let mut c =
+        bin().args(["diagnose", "--format", "json", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write as _;
+    c.stdin.take().unwrap().write_all(log.as_bytes()).unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&c.wait_with_output().unwrap().stdout).unwrap();
+    let notices: Vec<&serde_json::Value> =
+        r["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "nccl-abort-notice").collect();
+    assert_eq!(notices.len(), 1, "{r}");
+    assert_eq!(notices[0]["ranks"], serde_json::json!([0, 2]), "{r}");
+    assert_eq!(notices[0]["role"], "collateral", "{r}");
+}
+
+/// With a terminal on stdin, `diagnose` says it is reading standard input and how to end
+/// it, instead of a silent wait. The terminal is a pty opened by Python (CI requires it:
+/// TORCHDX_REQUIRE_PYTHON=1).
+#[test]
+fn stdin_on_a_terminal_says_it_is_reading() {
+    let script = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "diagnose"])
+os.write(fd, b"\x04")
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+"#;
+    let Ok(o) = Command::new("python3").args(["-c", script, env!("CARGO_BIN_EXE_torchdx")]).output() else {
+        assert!(std::env::var_os("TORCHDX_REQUIRE_PYTHON").is_none(), "python3 is required for the pty test");
+        eprintln!("skipped: no python3 for a pty");
+        return;
+    };
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("reading the log from standard input") && t.contains("Ctrl-D"), "{t}");
+    assert!(t.contains("No failure found in 0 lines"), "{t}");
+}
+
+/// `rules check` counts in the singular when there is one.
+#[test]
+fn rules_check_counts_in_the_singular() {
+    let o = run(&["rules", "check", "tests/fixtures/bad-rules/claimed-by-another-rule"]);
+    let t = stdout(&o);
+    assert!(t.contains(": 1 file, 3 examples: ") && t.ends_with("; 1 problem\n"), "{t}");
+    assert!(t.contains("to resolve: give this rule a `priority` above"), "{t}");
+}
+
+/// `redact` streams: a FIFO is read once (no second pass that would find it empty), the
+/// summary names classes on stderr; `eval` skips a case whose log is a FIFO instead of
+/// blocking on it, and scores the others.
+#[cfg(unix)]
+#[test]
+fn redact_and_eval_with_fifos() {
+    use std::io::Write as _;
+    let dir = std::env::temp_dir().join(format!("torchdx-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("cases/a-fifo")).unwrap();
+    std::fs::create_dir_all(dir.join("cases/b-file")).unwrap();
+    let fifo = dir.join("log.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            f.write_all(b"password: hunter2\nhost : gpu-a1\n").unwrap();
+        })
+    };
+    let o = bin().arg("redact").arg(&fifo).output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(stdout(&o), "password: <secret1>\nhost : <host1>\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("redacted 2 values in 2 of 2 lines: 1 host name, 1 password"), "{err}");
+
+    let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.12 GiB is free.\n";
+    std::fs::write(dir.join("cases/b-file/log.txt"), oom).unwrap();
+    for c in ["a-fifo", "b-file"] {
+        std::fs::write(dir.join(format!("cases/{c}/truth.toml")), "family = \"cuda-oom\"\n").unwrap();
+    }
+    assert!(Command::new("mkfifo").arg(dir.join("cases/a-fifo/log.txt")).status().unwrap().success());
+    let mut child =
+        bin().arg("eval").arg(dir.join("cases")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() > 60 {
+            let _ = child.kill();
+            panic!("eval blocked on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = (stdout(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(err.contains("a-fifo: log.txt: not a regular file"), "{err}");
+    assert!(out.contains("eval: family=0.50") && out.contains(" n=2 crashes=1 "), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -422,7 +422,13 @@ pub fn run_example(engine: &Engine, rule: &Rule, ex: &Example) -> ExampleRun {
         Expect::Match => {
             match primary {
                 None => diffs.push("no finding at all".to_string()),
-                Some(p) if p.id != rule.id() => diffs.push(format!("claimed by rule `{}` first", p.id)),
+                Some(p) if p.id != rule.id() => {
+                    let theirs = engine.pack().rule(&p.id).map_or(0, |r| r.spec.priority);
+                    diffs.push(format!(
+                        "claimed by rule `{}` first (priority {theirs}); to resolve: give this rule a `priority` above {theirs} if it is the more specific diagnosis, make its template more specific than `{}`'s, or, to replace `{}` entirely, name this file `{}.toml`",
+                        p.id, p.id, p.id, p.id
+                    ))
+                }
                 Some(p) => {
                     for (k, want) in &ex.evidence {
                         let got = p.evidence.get(k);

@@ -77,9 +77,6 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
     for m in &mut merged {
         m.finding.ranks.sort_unstable();
         m.finding.ranks.dedup();
-        if m.finding.ranks.len() < 2 {
-            m.finding.ranks.clear();
-        }
     }
     if merged.is_empty() {
         return Roles { initiating: None, findings: Vec::new(), timeline: Vec::new() };
@@ -124,9 +121,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             if let Some(&first) = named.first() {
                 head.finding.rank = Some(first);
                 head.finding.evidence.insert("rank_from", Value::from("launcher"));
-                if named.len() > 1 {
-                    head.finding.ranks = named.into_iter().collect();
-                }
+                head.finding.ranks = named.into_iter().collect();
             }
         }
     }
@@ -269,7 +264,7 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
         .map(|&k| {
             let d = &merged[k];
             let f = &d.finding;
-            let who = if !f.ranks.is_empty() {
+            let who = if f.ranks.len() > 1 {
                 format!("ranks {}", compress_ranks(&f.ranks))
             } else if let Some(r) = f.rank {
                 format!("rank {r}")
@@ -291,6 +286,12 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             }
         })
         .collect();
+    // `ranks` lists every rank that reported a finding, one rank too.
+    for f in &mut out {
+        if f.ranks.is_empty() {
+            f.ranks.extend(f.rank);
+        }
+    }
     Roles { initiating: init.map(pos), findings: out, timeline }
 }
 

@@ -310,6 +310,37 @@ pub fn compress_ranks(r: &[u32]) -> String {
 mod tests {
     use super::*;
 
+    /// An evidence key longer than the key column (a third-party rule's) never runs into
+    /// its value, with colour on or off.
+    #[cfg(feature = "builtin")]
+    #[test]
+    fn a_long_evidence_key_keeps_its_gap() {
+        let log = "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    y = x @ w\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x6)\n";
+        let mut r = crate::Engine::builtin().diagnose(log);
+        let key = "a_third_party_evidence_key_of_40_letters";
+        r.findings[0].evidence.insert(key, serde_json::Value::from("its value"));
+        for color in [false, true] {
+            let t = r.to_text_width(color, 100);
+            let line = t.lines().find(|l| l.contains(key)).unwrap_or_else(|| panic!("{t}"));
+            let plain: String = strip_ansi(line);
+            assert!(plain.contains(&format!("{key}  its value")), "{plain:?}");
+        }
+    }
+
+    fn strip_ansi(s: &str) -> String {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in s.chars() {
+            match (esc, c) {
+                (false, '\x1b') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    }
+
     #[test]
     fn rank_ranges() {
         assert_eq!(compress_ranks(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7,8");

@@ -234,7 +234,8 @@ pub fn text(report: &Report, color: bool, width: usize) -> String {
         let shown = text_evidence(f);
         let key_w = shown.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0).clamp(12, 24) + 2;
         for (k, v) in shown {
-            let key = pad_to(&format!("    {}", st.dim(k)), 4 + key_w);
+            // Two spaces after a key longer than the column, so it never runs into its value.
+            let key = pad_to(&format!("    {}  ", st.dim(k)), 4 + key_w);
             let lines = st.block(&key, 4 + key_w, &plain_value(&v));
             put(&mut o, lines);
         }
@@ -317,6 +318,18 @@ fn dropped_notice(report: &Report) -> Option<String> {
     })
 }
 
+/// Who reported an unranked finding, as the timeline says it (`launcher`, `process`,
+/// `unknown rank`).
+fn unranked_who(report: &Report, f: &Finding) -> String {
+    let index = report.findings.iter().position(|x| std::ptr::eq(x, f));
+    report
+        .timeline
+        .iter()
+        .find(|t| Some(t.finding) == index)
+        .and_then(|t| t.text.split_once(": ").map(|(who, _)| who.to_string()))
+        .unwrap_or_else(|| if report.input.ranks.is_empty() { "process".into() } else { "unknown rank".into() })
+}
+
 /// Evidence as the terminal shows it: raw byte counts (`tried_bytes`) stay in the JSON
 /// when the human size (`tried`) is shown, and a key whose value another key already
 /// shows under the shorter name (`reserved_unallocated` beside `unallocated`) is shown once.
@@ -380,7 +393,7 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(o, "**Culprit:** {}\n", c.summary);
         }
         let _ = writeln!(o, "| evidence | value |\n|---|---|");
-        for (k, v) in ordered_evidence(f) {
+        for (k, v) in text_evidence(f) {
             let _ = writeln!(o, "| {k} | `{}` |", v.replace('|', "\\|").replace('`', "'"));
         }
         let _ = writeln!(o, "\n**Why.** {}\n", f.mechanism);
@@ -406,7 +419,7 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(o, "### Collateral (echoes of the failure above)\n\n| ranks | lines | what |\n|---|---|---|");
         for f in collateral {
             let ranks = f.reporting_ranks();
-            let ranks = if ranks.is_empty() { "launcher".to_string() } else { compress_ranks(&ranks) };
+            let ranks = if ranks.is_empty() { unranked_who(report, f) } else { compress_ranks(&ranks) };
             let lines = lines_of(f).trim_start_matches("lines ").trim_start_matches("line ").to_string();
             let _ = writeln!(o, "| {ranks} | {lines} | {} (`{}`) |", f.title.replace('|', "\\|"), f.id);
         }
