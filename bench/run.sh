@@ -77,8 +77,18 @@ def chain(f):
     f.write("RuntimeError: done\n")
 w("adv-10k-chain.log", chain)
 w("adv-ansi-flood.log", lambda f: [f.write("\x1b[31m\x1b[1m[0;32m" * 20 + "step\n") for _ in range(500_000)])
+# Issue 23's shapes, each at 1, 10 and 100 MB: near misses of the device-side-assert
+# template along 64 KiB lines, long lines of an anchor word, `Killed ` repeated.
+unit = "/w/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertio "
+near = (unit * (65536 // len(unit))) + "\n"
+words = ("line " * 13107) + "\n"
+killed = ("Killed " * 9362) + "\n"
+for mb in (1, 10, 100):
+    for name, line in (("near-miss", near), ("anchor-words", words), ("killed", killed)):
+        w(f"adv-{name}-{mb}.log", lambda f, line=line, mb=mb: [f.write(line) for _ in range(mb * 1048576 // len(line))])
 PY
-for f in adv-long-line adv-1m-frames adv-10k-chain adv-ansi-flood; do
+for f in adv-long-line adv-1m-frames adv-10k-chain adv-ansi-flood \
+         adv-near-miss-{1,10,100} adv-anchor-words-{1,10,100} adv-killed-{1,10,100}; do
   read -r t m < <(measure $BIN diagnose --format json "$OUT/$f.log")
   printf '  %-16s %8ss %6s MB  (%s MB input)\n' "$f" "$t" "$((m / 1024))" "$(( $(stat -c %s "$OUT/$f.log") / 1048576 ))"
 done

@@ -3,7 +3,7 @@
 # shared corpus of real logs. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")"
-mkdir -p corpus/diagnose corpus/stream corpus/rule_pack corpus/template corpus/pycall
+mkdir -p corpus/diagnose corpus/stream corpus/rule_pack corpus/template corpus/pycall corpus/chunks corpus/hostile_pack
 bin=../target/release/torchdx
 [ -x "$bin" ] || bin=../target/debug/torchdx
 if [ -x "$bin" ]; then
@@ -17,6 +17,12 @@ if [ -d ../../shared/corpus ]; then
   done
 fi
 for f in corpus/diagnose/*; do printf '\x17' | cat - "$f" > "corpus/stream/$(basename "$f")"; done
+# chunks: three cut sizes (1, 3, 64) then the log.
+for f in corpus/diagnose/*; do printf '\x03\x00\x02\x3f' | cat - "$f" > "corpus/chunks/$(basename "$f")"; done
+# hostile_pack: template bytes, a NUL, then a log the template's words appear in.
+for i in 1 2 3 4 5 6 7 8; do
+  { printf "\\x0$i\\x03\\x05\\x2a\\x13\\x06\\x0b\\x21"; printf '\0'; printf 'Widget ab 12 failed Error: x [0] a.b\n'; } > "corpus/hostile_pack/seed-$i"
+done
 cp ../rules/*.toml corpus/rule_pack/ 2>/dev/null || true
 cp ../rules/data/*.toml corpus/rule_pack/ 2>/dev/null || true
 grep -h '^template = ' ../rules/*.toml | sed 's/^template = //; s/^"//; s/"$//' | split -l 1 - corpus/template/t- 2>/dev/null || true

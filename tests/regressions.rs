@@ -73,6 +73,38 @@ fn many_distinct_reports_of_one_rule_are_counted_not_listed() {
     assert!(r.to_json().len() < 400_000, "report of {} bytes", r.to_json().len());
 }
 
+/// The same amplification spread over 1,000 ranks (20 distinct lines each): one rule
+/// is at most 256 findings in all streams, the last carrying the count, the last line
+/// and the ranks it stands for; the report stays small (it was 20,000 findings, 85 MB).
+#[test]
+fn many_ranks_of_distinct_reports_are_aggregated() {
+    let engine = Engine::builtin();
+    let word = |mut i: usize| -> String {
+        (0..4)
+            .map(|_| {
+                let c = char::from(b'A' + (i % 26) as u8);
+                i /= 26;
+                c
+            })
+            .collect()
+    };
+    let mut log = String::new();
+    for k in 0..20 {
+        for rank in 0..1000 {
+            log.push_str(&format!("[rank{rank}]: cuDNN error: CUDNN_STATUS_{}\n", word(k * 1000 + rank)));
+        }
+    }
+    let r = engine.diagnose(&log);
+    let of_rule: Vec<_> = r.findings.iter().filter(|f| f.id == "cudnn-error").collect();
+    assert!(of_rule.len() <= 256, "{} findings", of_rule.len());
+    let counted: u64 =
+        of_rule.iter().filter_map(|f| f.evidence.extra.get("similar_omitted")).filter_map(|v| v.as_u64()).sum();
+    assert!(counted >= 19_000, "{counted}");
+    assert!(of_rule.iter().any(|f| f.evidence.extra.contains_key("similar_ranks")), "no ranks listed");
+    let json = r.to_json();
+    assert!(json.len() < 4_000_000, "report of {} bytes", json.len());
+}
+
 /// Long lines of anchor words that all fail (`line line line ...`, `Killed Killed ...`):
 /// judged once per line, not once per hit (a 1 MiB line took 97 s). The diagnosis of
 /// such a line is cheap enough to run at test size without a timer: what it must not do
@@ -133,4 +165,87 @@ fn a_rank_beyond_any_job_is_not_a_rank() {
         }
     }
     assert_eq!(r.input.ranks, vec![3]);
+}
+
+/// A third-party rule with one template, for the hostile-pack tests.
+fn rule_with(template: &str) -> String {
+    format!(
+        "id = \"hostile\"\nfamily = \"other\"\ntitle = \"Hostile\"\nsummary = \"s\"\nmechanism = \"m\"\nchecklist = [\"c\"]\nfix = \"f\"\nverify = \"v\"\nprevent = \"p\"\nnext_action = \"n\"\nrelated = []\n\n[[match]]\ntemplate = '''{template}'''\ntorch = \">=2.0\"\n"
+    )
+}
+
+/// Thousands of captures in a row: the matcher recurses once per piece, so such a
+/// template is refused when the pack loads (with where it is), not a stack overflow
+/// later (SIGABRT natively, a poisoned instance in WASM).
+#[test]
+fn a_template_too_long_to_match_safely_is_refused_at_load() {
+    let template = "numbers {int:n[]}".to_string() + &" {int:n[]}".repeat(8000);
+    let text = rule_with(&template);
+    let Err(err) = Engine::with_extra(&[torchdx_core::RuleSource { name: "hostile.toml", text: &text }]) else {
+        panic!("a template of 16,000 pieces is refused");
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("template too long") && msg.contains("hostile.toml"), "{msg}");
+    // Under the limit, long templates load and match without overflowing the stack.
+    let template = "numbers {int:n[]}".to_string() + &" {int:n[]}".repeat(150);
+    let text = rule_with(&template);
+    let engine = Engine::with_extra(&[torchdx_core::RuleSource { name: "hostile.toml", text: &text }]).unwrap();
+    let log = "numbers".to_string() + &" 7".repeat(151) + "\n";
+    let r = engine.diagnose(&log);
+    assert_eq!(r.primary().map(|f| f.id.as_str()), Some("hostile"), "{}", r.to_json());
+}
+
+/// Runs of optional groups (`aaa{?a}{?a}...b`) are 2^30 paths for a backtracking
+/// matcher; remembered failures make them pieces x positions, so a megabyte of `a`
+/// diagnoses in a fraction of a second (it took 98 s before).
+#[test]
+fn runs_of_optional_groups_cost_polynomial_work() {
+    let template = "aaa".to_string() + &"{?a}".repeat(30) + "b";
+    let text = rule_with(&template);
+    let engine = Engine::with_extra(&[torchdx_core::RuleSource { name: "hostile.toml", text: &text }]).unwrap();
+    let log = ("a".repeat(1023) + "\n").repeat(1024);
+    let t0 = std::time::Instant::now();
+    let r = engine.diagnose(&log);
+    assert!(r.findings.iter().all(|f| f.id != "hostile"));
+    // Generous for a debug build; the old matcher took minutes.
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+    // And it still matches where it should, at any number of optional letters.
+    let r = engine.diagnose(&format!("{}b\n", "a".repeat(3 + 17)));
+    assert_eq!(r.primary().map(|f| f.id.as_str()), Some("hostile"));
+}
+
+/// Near misses of a built-in template repeated along long lines (the device-side
+/// assert's `block: [...], thread: [...] Assertion` broken before its end): attempts
+/// share a step pool per text, so work per input byte is bounded (4 MB took over a
+/// minute; now well under a second in release).
+#[test]
+fn near_misses_along_long_lines_cost_bounded_work() {
+    let engine = Engine::builtin();
+    let unit = "/w/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertio ";
+    let line: String = unit.repeat(65536 / unit.len());
+    let log = (line + "\n").repeat(16);
+    let t0 = std::time::Instant::now();
+    let r = engine.diagnose(&log);
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+    assert_eq!(r.input.lines, 16);
+    // A real assertion after such lines is still found.
+    let real = "/w/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
+    let r = engine.diagnose(&format!("{log}{real}"));
+    assert!(r.findings.iter().any(|f| f.id == "device-side-assert"), "{}", r.to_json());
+}
+
+/// The piece limit (600, refused at load) leaves the built-in templates below half of
+/// it; a longer built-in message means revisiting the limit (and the WASM stack).
+#[test]
+fn builtin_templates_are_far_below_the_piece_limit() {
+    let engine = Engine::builtin();
+    let (max, id) = engine
+        .pack()
+        .rules()
+        .iter()
+        .flat_map(|r| r.templates().iter().map(move |t| (t.piece_count(), r.id())))
+        .max()
+        .unwrap();
+    println!("longest built-in template: {max} pieces ({id})");
+    assert!(max <= 300, "{id}: {max} pieces");
 }

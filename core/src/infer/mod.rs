@@ -58,6 +58,10 @@ pub(crate) struct Draft {
 /// Loose reports (outside a traceback) one rule makes in one stream before the rest are
 /// only counted (`similar_omitted`, `similar_last_line` on the last kept one).
 const MAX_LOOSE_PER_RULE: usize = 32;
+/// Loose reports one rule makes in all streams together before the rest are only
+/// counted: 1,000 ranks each printing 20 distinct lines of one rule are at most this many
+/// findings, the last of them carrying the count, the last line and the ranks omitted.
+const MAX_LOOSE_PER_RULE_TOTAL: usize = 256;
 
 pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) -> Vec<Draft> {
     let mut drafts = Vec::new();
@@ -105,6 +109,9 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     let mut unmerged: Vec<(usize, Event)> = Vec::new();
     let mut omitted: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
     let mut kept: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut kept_total: BTreeMap<usize, usize> = BTreeMap::new();
+    // Per rule, past the total cap: how many, the last line number, the ranks.
+    let mut omitted_total: BTreeMap<usize, (u64, u64, BTreeSet<u32>)> = BTreeMap::new();
     for (si, e) in loose {
         let s = &streams[si];
         let near = |b: &Event| b.tb.is_some_and(|t| adjacent(s, s.tracebacks[t].chain, e.first));
@@ -158,7 +165,16 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             o.1 = e.first;
             continue;
         }
+        let total = kept_total.entry(e.rule).or_insert(0);
+        if *total >= MAX_LOOSE_PER_RULE_TOTAL {
+            let o = omitted_total.entry(e.rule).or_insert((0, 0, BTreeSet::new()));
+            o.0 += 1;
+            o.1 = o.1.max(streams[si].lines.get(e.first).map_or(0, |l| l.no));
+            o.2.extend(streams[si].rank);
+            continue;
+        }
         *same += 1;
+        *total += 1;
         unmerged.push((si, e));
     }
     for (si, m) in chosen.iter().enumerate() {
@@ -168,6 +184,7 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     }
     let last_kept: BTreeMap<(usize, usize), usize> =
         unmerged.iter().enumerate().map(|(k, (si, e))| ((*si, e.rule), k)).collect();
+    let last_per_rule: BTreeMap<usize, usize> = unmerged.iter().enumerate().map(|(k, (_, e))| (e.rule, k)).collect();
     for (k, (si, e)) in unmerged.iter().enumerate() {
         let mut d = from_event(pack, &streams[*si], e, log, &mut cache);
         let last_of_rule = last_kept.get(&(*si, e.rule)) == Some(&k);
@@ -176,6 +193,16 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             d.finding.evidence.insert("similar_omitted", Value::from(n));
             if let Some(line) = line {
                 d.finding.evidence.insert("similar_last_line", Value::from(line));
+            }
+        }
+        if let Some((n, line, ranks)) = omitted_total.get(&e.rule).filter(|_| last_per_rule.get(&e.rule) == Some(&k)) {
+            let before = d.finding.evidence.extra.get("similar_omitted").and_then(Value::as_u64).unwrap_or(0);
+            d.finding.evidence.insert("similar_omitted", Value::from(before + n));
+            let last = d.finding.evidence.extra.get("similar_last_line").and_then(Value::as_u64).unwrap_or(0);
+            d.finding.evidence.insert("similar_last_line", Value::from(last.max(*line)));
+            if !ranks.is_empty() {
+                let ranks: Vec<u32> = ranks.iter().copied().collect();
+                d.finding.evidence.insert("similar_ranks", Value::from(crate::report::compress_ranks(&ranks)));
             }
         }
         drafts.push(d);

@@ -38,8 +38,11 @@ pub(crate) trait Trigger {
     /// must not depend on the line's length.
     fn judgeable<'l>(&self, raw: &'l [u8]) -> Option<&'l str>;
     /// Whether anchor `pattern`, hit at byte `at` of a line judged by [`Trigger::judgeable`],
-    /// could start a match.
-    fn could_match(&self, text: &str, at: usize, pattern: usize) -> bool;
+    /// could start a match. `pool` is the line's step pool, shared by its hits (see
+    /// [`Trigger::line_pool`]); when it runs out the answer is yes.
+    fn could_match(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool;
+    /// The step pool for judging the hits of a line of `len` bytes.
+    fn line_pool(&self, len: usize) -> u64;
     /// Whether every line must be kept (the prefilter is off).
     fn keeps_everything(&self) -> bool;
     /// For a line whose anchor hits all failed: whether a structural literal or a needle
@@ -230,11 +233,12 @@ impl Window {
             let line = &body[start..end];
             // `Some(judged)` once a hit needs the line judged.
             let mut judged: Option<Option<&str>> = None;
+            let mut pool = trigger.line_pool(line.len());
             while h < hits.len() && hits[h].0 < end {
                 let (off, p) = hits[h];
                 hit = hit
                     || p.is_none_or(|p| match *judged.get_or_insert_with(|| trigger.judgeable(line)) {
-                        Some(text) => trigger.could_match(text, off - start, p),
+                        Some(text) => trigger.could_match(text, off - start, p, &mut pool),
                         None => true,
                     });
                 h += 1;
@@ -270,9 +274,10 @@ impl Window {
         let mut hits = Vec::new();
         trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
         let judged = trigger.judgeable(raw);
+        let mut pool = trigger.line_pool(raw.len());
         let hit = hits.iter().any(|&(off, p)| {
             p.is_none_or(|p| match judged {
-                Some(text) => trigger.could_match(text, off, p),
+                Some(text) => trigger.could_match(text, off, p, &mut pool),
                 None => true,
             })
         });
@@ -491,7 +496,10 @@ mod tests {
         fn judgeable<'l>(&self, _: &'l [u8]) -> Option<&'l str> {
             None
         }
-        fn could_match(&self, _: &str, _: usize, _: usize) -> bool {
+        fn line_pool(&self, _: usize) -> u64 {
+            0
+        }
+        fn could_match(&self, _: &str, _: usize, _: usize, _: &mut u64) -> bool {
             true
         }
         fn keeps_everything(&self) -> bool {
@@ -520,7 +528,10 @@ mod tests {
             self.judged.set(self.judged.get() + 1);
             std::str::from_utf8(raw).ok()
         }
-        fn could_match(&self, _: &str, _: usize, _: usize) -> bool {
+        fn line_pool(&self, _: usize) -> u64 {
+            0
+        }
+        fn could_match(&self, _: &str, _: usize, _: usize, _: &mut u64) -> bool {
             self.tried.set(self.tried.get() + 1);
             false
         }

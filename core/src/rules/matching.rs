@@ -210,6 +210,10 @@ fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra:
     out
 }
 
+/// Attempts of one template starting on one line, at most (a glued one-line paste of
+/// many ranks' reports stays far below it).
+const MAX_ATTEMPTS_PER_LINE: u32 = 256;
+
 /// Runs the templates at the prefilter's hits and keeps the best non-overlapping
 /// matches.
 fn match_events(
@@ -225,6 +229,10 @@ fn match_events(
     let mut cands: Vec<Event> = Vec::new();
     // Both anchors of a template usually hit: try each start once.
     let mut tried: BTreeSet<(usize, usize, usize, usize)> = BTreeSet::new();
+    // A step pool per line for the attempts that start on it: work per byte is
+    // bounded, and near misses on one line cannot spend another line's budget.
+    let mut pools: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut attempts: BTreeMap<(usize, usize, usize), u32> = BTreeMap::new();
     let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>| {
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
@@ -233,15 +241,25 @@ fn match_events(
         if !t.is_first_anchor(a.entry, a.word) && !t.wrap_in_lead(hay, anchor_pos, a.entry, a.word) {
             return;
         }
-        if !tried.insert((a.rule, a.template, a.entry, start)) {
+        // One template's attempts on one line are capped: a line of `Killed Killed ...`
+        // or of an anchor word is at most this many events, not one per word (memory
+        // and time stay bounded by the line count, not by hits).
+        let line = line_of(starts, start);
+        let n = attempts.entry((a.rule, a.template, line)).or_insert(0);
+        if *n >= MAX_ATTEMPTS_PER_LINE || !tried.insert((a.rule, a.template, a.entry, start)) {
             return;
         }
+        *n += 1;
         // A later sentence stands for the message only where it begins one: at the
         // start of its line, or after an exception class.
         if a.entry > 0 && !begins_message(hay, start, extra) {
             return;
         }
-        let Some(m) = t.match_entry(hay, start, a.entry) else { return };
+        let pool = pools.entry(line).or_insert_with(|| {
+            let end = starts.get(line + 1).copied().unwrap_or(hay.len());
+            super::template::step_pool(end.saturating_sub(starts[line]))
+        });
+        let Some(m) = t.match_entry_pooled(hay, start, a.entry, pool) else { return };
         // A message whose first letter is in the other case (`killed by signal`) is
         // that message only where one begins, unless its leading words are distinctive.
         if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, start, extra) {
@@ -579,7 +597,14 @@ impl<'s> Stream<'s> {
     /// handling ...`, `raise ... from ...`) the first exception is the original failure;
     /// `final` is the last one, what ended the program, when it differs.
     pub(crate) fn chain_incident(&'s self, chain: usize) -> Option<(Incident<'s>, Option<&'s traceback::Exception>)> {
-        let members: Vec<&Traceback> = self.tracebacks.iter().filter(|t| t.chain == chain).collect();
+        // A chain's members follow its first traceback, whose index is the chain's id:
+        // read them from there (a filter over every traceback per chain is quadratic in
+        // a log of 40,000 retry tracebacks).
+        let members: Vec<&Traceback> = if self.tracebacks.get(chain).is_some_and(|t| t.chain == chain) {
+            self.tracebacks[chain..].iter().take_while(|t| t.chain == chain).collect()
+        } else {
+            self.tracebacks.iter().filter(|t| t.chain == chain).collect()
+        };
         let top: Vec<&&Traceback> = members.iter().filter(|t| t.link != Link::Nested).collect();
         let tb = top
             .iter()
@@ -594,7 +619,7 @@ impl<'s> Stream<'s> {
         // A traceback without an exception line is a cut paste only at the end of the
         // log; elsewhere it is a stack printed on purpose (anomaly mode's forward trace,
         // warnings).
-        if x.is_none() && self.tracebacks.iter().any(|t| t.start > tb.end) {
+        if x.is_none() && self.tracebacks.iter().rev().any(|t| t.start > tb.end) {
             return None;
         }
         // Frames printed after their message belong to that message's finding.

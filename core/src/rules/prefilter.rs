@@ -257,12 +257,16 @@ impl Trigger for Scan<'_> {
         std::str::from_utf8(raw).ok()
     }
 
-    fn could_match(&self, text: &str, at: usize, pattern: usize) -> bool {
+    fn line_pool(&self, len: usize) -> u64 {
+        super::template::step_pool(len)
+    }
+
+    fn could_match(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool {
         let rules = self.pack.rules();
         self.prefilter.anchored[pattern].iter().any(|a| {
             let t = &rules[a.rule].templates[a.template];
             match t.walk_back(text, at, a.entry, a.word) {
-                WalkBack::Start(start) => t.could_match_at(text, start, a.entry),
+                WalkBack::Start(start) => t.could_match_at_pooled(text, start, a.entry, pool),
                 // The line begins inside the leading words: the rest may sit on the
                 // previous line (a wrap).
                 WalkBack::RanOut => true,

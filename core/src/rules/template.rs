@@ -30,6 +30,25 @@ const MAX_DEPTH: usize = 8;
 const MAX_TEXT: usize = 2048;
 /// Steps one match attempt may take before it gives up.
 const STEP_BUDGET: u32 = 20_000;
+/// Most pieces (literals, spaces, captures, groups and what they hold) in one template:
+/// the matcher recurses once per piece, so this bounds its stack depth. The longest
+/// built-in template (DDP's unused-parameters message) has 283; the WASM stack (1 MB)
+/// overflowed at about 4,000 pieces of captures.
+const MAX_PIECES: usize = 600;
+/// Steps after which an attempt remembers where it failed: (piece, position) pairs
+/// that failed once fail again, so runs of optional groups (`{?a}{?a}...`) cost
+/// pieces x positions, not 2^groups. Ordinary attempts finish long before this.
+const MEMO_AFTER: u32 = 256;
+/// Steps a text may spend on template attempts, per byte of it, beyond one full
+/// attempt's budget: near misses repeated along a long line cannot each spend a whole
+/// budget (work per input byte stays bounded, not only work per attempt).
+pub(crate) const STEPS_PER_BYTE: u64 = 2;
+
+/// A step pool for the attempts over one text: `STEP_BUDGET` plus
+/// [`STEPS_PER_BYTE`] per byte.
+pub(crate) fn step_pool(len: usize) -> u64 {
+    u64::from(STEP_BUDGET) + STEPS_PER_BYTE * len as u64
+}
 
 /// A capture kind. See `rules/README.md` for what each matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,7 +288,8 @@ impl Match {
 impl Template {
     /// Compiles template text.
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
-        let pieces = parse_seq(src, src, 0)?;
+        let mut count = 0;
+        let pieces = parse_seq(src, src, 0, &mut count)?;
         // A name the message begins with (`add_ received an invalid combination ...`)
         // may be captured before the leading words: it is read backwards from them.
         let lead_capture = match (pieces.first(), pieces.get(1), pieces.get(2)) {
@@ -527,6 +547,24 @@ impl Template {
         (0..self.lead_count(entry)).map(|k| self.word(entry, k)).collect::<Vec<_>>().join(" ")
     }
 
+    /// How many pieces the template has, its groups' contents included (at most
+    /// `MAX_PIECES`, checked when it is parsed).
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn piece_count(&self) -> usize {
+        fn count(ps: &[Piece]) -> usize {
+            ps.iter()
+                .map(|p| {
+                    1 + match p {
+                        Piece::Opt(s) => count(s),
+                        Piece::Alt(alts) => alts.iter().map(|s| count(s)).sum(),
+                        _ => 0,
+                    }
+                })
+                .sum()
+        }
+        count(&self.pieces)
+    }
+
     /// Every capture: its name, kind and whether it appends to a list.
     pub fn capture_specs(&self) -> Vec<(&str, Kind, bool)> {
         fn walk<'a>(ps: &'a [Piece], out: &mut Vec<(&'a str, Kind, bool)>) {
@@ -548,40 +586,72 @@ impl Template {
     /// Whether entry `entry` could match at `start` if `hay` went on: it matches, or
     /// `hay` ends before the template fails. The streaming front end uses this on a
     /// single line to tell an anchor hit worth keeping from a common word.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn could_match_at(&self, hay: &str, start: usize, entry: usize) -> bool {
+        self.could_match_at_pooled(hay, start, entry, &mut step_pool(0))
+    }
+
+    /// [`could_match_at`](Template::could_match_at) drawing its steps from `pool`. An
+    /// attempt that runs out of steps could have matched: it says yes (the line is kept
+    /// and matched later, within that text's own pool).
+    pub(crate) fn could_match_at_pooled(&self, hay: &str, start: usize, entry: usize, pool: &mut u64) -> bool {
         let Some(e) = self.entries.get(entry) else { return false };
         if !hay.is_char_boundary(start) {
             return false;
         }
-        let mut m = Matcher::new(hay, start, true);
+        if *pool == 0 {
+            return true;
+        }
+        let mut m = Matcher::pooled(hay, start, true, *pool);
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
-        m.run(&cont, start).is_some()
+        let ok = m.run(&cont, start).is_some() || m.out_of_steps();
+        *pool = pool.saturating_sub(u64::from(m.steps));
+        ok
     }
 
     /// Matches the template from its start exactly at byte `start` of `hay`.
     pub fn match_at(&self, hay: &str, start: usize) -> Option<Match> {
-        self.full_match(hay, start, 0).ok()
+        self.full_match(hay, start, 0, &mut step_pool(0)).ok()
     }
 
     /// Matches entry `entry` at byte `start`: in full, else, where the text ends inside
     /// the message (a line or the input ends within the word the match stopped at),
     /// as a truncated match that read the message's head (its leading words, or their
     /// first 40 bytes, and at least 20).
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn match_entry(&self, hay: &str, start: usize, entry: usize) -> Option<Match> {
-        let reached = match self.full_match(hay, start, entry) {
+        self.match_entry_pooled(hay, start, entry, &mut step_pool(0))
+    }
+
+    /// [`match_entry`](Template::match_entry) drawing its steps from `pool`, shared by
+    /// every attempt over one text: when it is spent, attempts fail at once.
+    pub(crate) fn match_entry_pooled(&self, hay: &str, start: usize, entry: usize, pool: &mut u64) -> Option<Match> {
+        if *pool == 0 {
+            return None;
+        }
+        let reached = match self.full_match(hay, start, entry, pool) {
             Ok(m) => return Some(m),
             Err(reached) => reached?,
         };
         // The failure must be at the end of the text: at most one word before a line end.
-        let line_end = hay[reached..].find('\n').map_or(hay.len(), |p| reached + p);
+        // A truncated match ends within a word of the line's end: look no further than
+        // a text capture would.
+        let reach = floor_boundary(hay, (reached + MAX_TEXT).min(hay.len()));
+        let line_end = match hay[reached..reach].find('\n') {
+            Some(p) => reached + p,
+            None if reach == hay.len() => hay.len(),
+            None => return None,
+        };
         if hay[reached..line_end].split_whitespace().nth(1).is_some() {
             return None;
         }
         let e = &self.entries[entry];
         let cut = &hay[..line_end];
-        let mut m = Matcher::new(cut, start, true);
+        let mut m = Matcher::pooled(cut, start, true, *pool);
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
-        let end = m.run(&cont, start)?;
+        let end = m.run(&cont, start);
+        *pool = pool.saturating_sub(u64::from(m.steps));
+        let end = end?;
         if m.lit < MIN_TRUNCATED_LITERAL.max(e.lead_len(&self.pieces).min(TRUNCATED_HEAD)) {
             return None;
         }
@@ -601,14 +671,16 @@ impl Template {
 
     /// A full match of entry `entry`, or how far into `hay` the attempt read (`None`:
     /// not even that, the start is not a character boundary).
-    fn full_match(&self, hay: &str, start: usize, entry: usize) -> Result<Match, Option<usize>> {
+    fn full_match(&self, hay: &str, start: usize, entry: usize, pool: &mut u64) -> Result<Match, Option<usize>> {
         let Some(e) = self.entries.get(entry) else { return Err(None) };
         if !hay.is_char_boundary(start) {
             return Err(None);
         }
-        let mut m = Matcher::new(hay, start, false);
+        let mut m = Matcher::pooled(hay, start, false, *pool);
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
-        match m.run(&cont, start) {
+        let r = m.run(&cont, start);
+        *pool = pool.saturating_sub(u64::from(m.steps));
+        match r {
             Some(end) => Ok(Match {
                 start,
                 end,
@@ -618,7 +690,7 @@ impl Template {
                 truncated: false,
                 head_missing: entry > 0,
             }),
-            None => Err((m.steps <= STEP_BUDGET).then_some(m.reached)),
+            None => Err((!m.out_of_steps()).then_some(m.reached)),
         }
     }
 }
@@ -632,12 +704,20 @@ fn err(full: &str, at: &str, message: impl Into<String>) -> TemplateError {
     TemplateError { offset, message: message.into() }
 }
 
-fn parse_seq(full: &str, mut i: &str, depth: usize) -> Result<Vec<Piece>, TemplateError> {
+fn parse_seq(full: &str, mut i: &str, depth: usize, count: &mut usize) -> Result<Vec<Piece>, TemplateError> {
     if depth > MAX_DEPTH {
         return Err(err(full, i, format!("groups nested deeper than {MAX_DEPTH}")));
     }
     let mut out: Vec<Piece> = Vec::new();
     while !i.is_empty() {
+        *count += 1;
+        if *count > MAX_PIECES {
+            return Err(err(
+                full,
+                i,
+                format!("template too long: more than {MAX_PIECES} pieces (literal runs, spaces, captures, groups); split the message into several templates"),
+            ));
+        }
         if let Ok((rest, _)) = multispace1::<&str, nom::error::Error<&str>>(i) {
             if !matches!(out.last(), Some(Piece::Space)) {
                 out.push(Piece::Space);
@@ -660,7 +740,7 @@ fn parse_seq(full: &str, mut i: &str, depth: usize) -> Result<Vec<Piece>, Templa
             };
             let body = &body_start[..len];
             i = &body_start[len + 1..];
-            out.push(parse_group(full, body, depth)?);
+            out.push(parse_group(full, body, depth, count)?);
             continue;
         }
         let (rest, run) = literal_run(i).map_err(|_| err(full, i, "unexpected character"))?;
@@ -746,12 +826,12 @@ fn capture_spec(i: &str) -> IResult<&str, (&str, &str, bool)> {
     .parse(i)
 }
 
-fn parse_group(full: &str, body: &str, depth: usize) -> Result<Piece, TemplateError> {
+fn parse_group(full: &str, body: &str, depth: usize, count: &mut usize) -> Result<Piece, TemplateError> {
     if let Some(specs) = body.strip_prefix("fields ") {
         return parse_fields(full, specs);
     }
     if let Some(inner) = body.strip_prefix('?') {
-        let seq = parse_seq(full, inner, depth + 1)?;
+        let seq = parse_seq(full, inner, depth + 1, count)?;
         if seq.is_empty() {
             return Err(err(full, body, "empty optional group `{?}`"));
         }
@@ -764,7 +844,7 @@ fn parse_group(full: &str, body: &str, depth: usize) -> Result<Piece, TemplateEr
             if a.trim().is_empty() {
                 return Err(err(full, a, "empty alternative in `{a|b}` (use `{?...}` for an optional part)"));
             }
-            out.push(parse_seq(full, a, depth + 1)?);
+            out.push(parse_seq(full, a, depth + 1, count)?);
         }
         return Ok(Piece::Alt(out));
     }
@@ -830,6 +910,10 @@ struct Cont<'p> {
 struct Matcher<'h> {
     hay: &'h str,
     steps: u32,
+    /// Steps this attempt may take: [`STEP_BUDGET`], or less when its pool runs low.
+    budget: u32,
+    /// (piece, position) pairs that failed, once the attempt is past [`MEMO_AFTER`].
+    failed: std::collections::BTreeSet<(usize, usize)>,
     caps: Vec<Capture>,
     lit: usize,
     /// Running out of input counts as success (see [`Template::could_match_at`]).
@@ -844,15 +928,62 @@ struct Matcher<'h> {
 
 impl<'h> Matcher<'h> {
     fn new(hay: &'h str, start: usize, partial: bool) -> Matcher<'h> {
-        Matcher { hay, steps: 0, caps: Vec::new(), lit: 0, partial, start, reached: start, folded: false }
+        Matcher {
+            hay,
+            steps: 0,
+            budget: STEP_BUDGET,
+            failed: std::collections::BTreeSet::new(),
+            caps: Vec::new(),
+            lit: 0,
+            partial,
+            start,
+            reached: start,
+            folded: false,
+        }
+    }
+
+    /// A matcher whose budget is what is left of `pool` (at most [`STEP_BUDGET`]).
+    fn pooled(hay: &'h str, start: usize, partial: bool, pool: u64) -> Matcher<'h> {
+        let mut m = Matcher::new(hay, start, partial);
+        m.budget = STEP_BUDGET.min(u32::try_from(pool).unwrap_or(u32::MAX));
+        m
+    }
+
+    fn out_of_steps(&self) -> bool {
+        self.steps > self.budget
     }
 
     fn run(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
         self.steps += 1;
-        if self.steps > STEP_BUDGET {
+        if self.out_of_steps() {
             return None;
         }
         self.reached = self.reached.max(pos);
+        // The rest of the match from here depends only on the piece and the position
+        // (a piece's continuation is fixed by where it sits in the template).
+        // Only the pieces that branch are remembered: the rest fail in one step anyway.
+        let key = cont
+            .seq
+            .first()
+            .filter(|p| {
+                matches!(p, Piece::Opt(_) | Piece::Alt(_) | Piece::Capture { kind: Kind::Text | Kind::Any, .. })
+            })
+            .map(|p| (p as *const Piece as usize, pos));
+        if let Some(k) = key.filter(|_| !self.failed.is_empty()) {
+            if self.failed.contains(&k) {
+                return None;
+            }
+        }
+        let r = self.step(cont, pos);
+        if r.is_none() && self.steps > MEMO_AFTER {
+            if let Some(k) = key {
+                self.failed.insert(k);
+            }
+        }
+        r
+    }
+
+    fn step(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
         let Some((piece, rest)) = cont.seq.split_first() else {
             return match cont.next {
                 Some(n) => self.run(n, pos),
@@ -893,7 +1024,9 @@ impl<'h> Matcher<'h> {
                 let end = match_literal(self.hay, pos, bare, first)?;
                 // Only where the message ends: nothing but whitespace to the line's end.
                 let rest = &self.hay[end..];
-                if !rest[..rest.find('\n').unwrap_or(rest.len())].trim().is_empty() {
+                if !rest.trim_start_matches([' ', '\t', '\r']).is_empty()
+                    && !rest.trim_start_matches([' ', '\t', '\r']).starts_with('\n')
+                {
                     return None;
                 }
                 self.lit += bare.len();
@@ -935,7 +1068,8 @@ impl<'h> Matcher<'h> {
     fn fields(&mut self, specs: &[FieldSpec], next: &Cont<'_>, pos: usize) -> Option<usize> {
         let s = &self.hay[pos..];
         let b = s.as_bytes();
-        let line_end = floor_boundary(s, s.find('\n').unwrap_or(s.len()).min(MAX_TEXT));
+        let reach = floor_boundary(s, s.len().min(MAX_TEXT));
+        let line_end = s[..reach].find('\n').unwrap_or(reach);
         let ncaps = self.caps.len();
         let mut i = 0;
         let mut items = 0;
@@ -1003,31 +1137,72 @@ impl<'h> Matcher<'h> {
         let ncaps = self.caps.len();
         // Lazy: the shortest non-empty text after which the rest matches; `text` stays
         // on one line, `any` may cross line breaks.
-        let line_end = if kind == Kind::Text { s.find('\n').unwrap_or(s.len()) } else { s.len() }.min(MAX_TEXT);
-        let last = cont_exhausted(next);
-        let mut ends: Vec<usize> =
-            s[..floor_boundary(s, line_end)].char_indices().map(|(k, c)| k + c.len_utf8()).collect();
-        if last {
-            ends = ends.last().copied().into_iter().collect();
-        }
+        // Bounded searches only: per-attempt work must not grow with the line.
+        let reach = floor_boundary(s, s.len().min(MAX_TEXT));
+        let line_end = if kind == Kind::Text { s[..reach].find('\n').unwrap_or(reach) } else { reach };
+        let body = &s[..floor_boundary(s, line_end)];
+        let ends = if cont_exhausted(next) {
+            // Nothing follows: the longest text.
+            body.char_indices().last().map(|(k, c)| vec![k + c.len_utf8()]).unwrap_or_default()
+        } else {
+            self.text_ends(body, pos, next)
+        };
         for e in ends {
-            let t = s[..e].trim();
-            if t.is_empty() {
+            self.steps += 1;
+            if self.out_of_steps() {
+                return None;
+            }
+            if body[..e].trim().is_empty() {
                 continue;
             }
-            // An `any` capture crosses lines: its value is one line of text.
-            let value =
-                if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
-            self.caps.push(Capture::new(name, list, Value::String(value)));
             if let Some(r) = self.run(next, pos + e) {
+                let t = s[..e].trim();
+                // An `any` capture crosses lines: its value is one line of text.
+                let value =
+                    if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
+                self.caps.insert(ncaps, Capture::new(name, list, Value::String(value)));
                 return Some(r);
             }
             self.caps.truncate(ncaps);
-            if self.steps > STEP_BUDGET {
-                return None;
-            }
         }
         None
+    }
+
+    /// The ends worth trying for a text capture over `body` (at `pos`), shortest first.
+    /// When a literal comes next, only ends where it can begin: its first byte there
+    /// (`match_literal` matches that byte exactly), found with memchr, and for a space
+    /// before it only the first end of each whitespace run (the others give the same
+    /// value and the same position after the space); on a single line also the ends
+    /// where the text may stop inside the literal. Otherwise every character end.
+    fn text_ends(&self, body: &str, pos: usize, next: &Cont<'_>) -> Vec<usize> {
+        let Some((first, skip_ws, len)) = next_literal(next) else {
+            return body.char_indices().map(|(k, c)| k + c.len_utf8()).collect();
+        };
+        let h = &self.hay.as_bytes()[pos..pos + body.len()];
+        let mut v: Vec<usize> = Vec::new();
+        for q in memchr::memchr_iter(first, h).filter(|&q| q > 0) {
+            let mut e = q;
+            if skip_ws {
+                while e > 1 && h[e - 1].is_ascii_whitespace() {
+                    e -= 1;
+                }
+            }
+            if v.last() != Some(&e) {
+                v.push(e);
+            }
+        }
+        // The body's end (the literal may follow after a line break or the text cut).
+        if !body.is_empty() && v.last() != Some(&body.len()) {
+            v.push(body.len());
+        }
+        if self.partial {
+            let tail = self.hay.trim_end().len().saturating_sub(pos);
+            let from = tail.saturating_sub(len + 1).max(1);
+            v.extend((from..=body.len().min(tail + 1)).filter(|&e| body.is_char_boundary(e)));
+            v.sort_unstable();
+            v.dedup();
+        }
+        v
     }
 
     /// A typed atom, read through terminal hard wraps (`8x51` / `2` is `8x512`).
@@ -1134,6 +1309,21 @@ fn parse_atom(kind: Kind, s: &str) -> Option<(&str, Value, Option<Value>)> {
 }
 
 /// Whether nothing remains to match after this point of the template.
+/// The literal that must come next (after optional whitespace): its first byte,
+/// whether whitespace is skipped first, and its length. `None` when something else comes
+/// next, or a literal that a message's end may drop entirely (`.`).
+fn next_literal(c: &Cont<'_>) -> Option<(u8, bool, usize)> {
+    let (skip_ws, piece) = match c.seq {
+        [Piece::Space, p, ..] => (true, p),
+        [Piece::Space] | [] => return None,
+        [p, ..] => (false, p),
+    };
+    match piece {
+        Piece::Lit(l) if !l.trim_end_matches(['.', '!']).is_empty() => Some((l.as_bytes()[0], skip_ws, l.len())),
+        _ => None,
+    }
+}
+
 fn cont_exhausted(c: &Cont<'_>) -> bool {
     c.seq.is_empty() && c.next.is_none_or(cont_exhausted)
 }
@@ -1167,7 +1357,9 @@ fn dewrap(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
     let end = floor_boundary(hay, (pos + max).min(hay.len()));
     let mut out = String::with_capacity(end - pos);
     let mut orig = Vec::with_capacity(end - pos + 1);
-    let mut line_start = hay[..pos].rfind('\n').map_or(0, |p| p + 1);
+    // Only whether the line is at least MIN_WRAP_WIDTH long matters: look back no further.
+    let back = pos.saturating_sub(MIN_WRAP_WIDTH);
+    let mut line_start = memchr::memrchr(b'\n', &b[back..pos]).map_or(back, |p| back + p + 1);
     let mut i = pos;
     while i < end {
         // Copy up to the next line break in one go; only breaks need a decision.
