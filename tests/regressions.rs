@@ -249,3 +249,13 @@ fn builtin_templates_are_far_below_the_piece_limit() {
     println!("longest built-in template: {max} pieces ({id})");
     assert!(max <= 300, "{id}: {max} pieces");
 }
+
+/// A summary entry pasted from its `rank :` field on (its `[k]:` header cut off) still
+/// gives its rank to the signal quoted in it.
+#[test]
+fn a_summary_entry_without_its_header_keeps_its_rank() {
+    let log = "  rank      : 2 (local_rank: 2)\n  exitcode  : -11 (pid: 51873)\n  error_file: <N/A>\n  traceback : Signal 11 (SIGSEGV) received by PID 51873\n=====\n";
+    let r = Engine::builtin().diagnose(log);
+    let p = r.primary().expect("a finding");
+    assert_eq!((p.id.as_str(), p.rank), ("worker-signal", Some(2)), "{}", r.to_json());
+}

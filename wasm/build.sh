@@ -21,8 +21,11 @@ ROOT=$PWD
 # bytes, gzip -9 of the .wasm. 350 KiB until 2026-12-01 (issue 6); raised to 420 KiB when
 # the recognition, rank and code-table work of issues 15-18 took the module from 337 to
 # 401 KiB (spread over the engine: no single item above 25 KB; the alternative, opt-level
-# "z" for all of it, makes WASM 2.7x slower). wasm/README.md, Size.
-BUDGET_GZIP=$((420 * 1024))
+# "z" for all of it, makes WASM 2.7x slower); raised to 440 KiB on 2026-12-02 when issue
+# 23's work (the credential detectors every report's evidence is scrubbed with, the
+# bounded matcher's failure memo, step pools and candidate ends) took it from 407 to
+# 424 KiB. wasm/README.md, Size.
+BUDGET_GZIP=$((440 * 1024))
 PROFILE=${WASM_PROFILE:-wasm-release}
 # opt-level "s" (and wasm-opt -Os below): "z" makes a module 11% smaller gzip but 2.7x
 # slower in steady state (45 against 17 ms on a 1 MB log in Node); "s" keeps both the

@@ -479,6 +479,9 @@ fn markdown_collateral_table_and_evidence() {
     assert!(t.contains("| unallocated | `612.00 MiB` |") && !t.contains("reserved_unallocated"), "{t}");
     assert!(!t.contains("_bytes |"), "{t}");
     assert!(t.contains("*initiating, certain confidence, line 4*"), "{t}");
+    // Labels: a period after an inline one, none before a list.
+    assert!(t.contains("**Next.** ") && t.contains("**Fix.** ") && t.contains("**Check**\n"), "{t}");
+    assert!(!t.contains(":**"), "{t}");
 }
 
 /// `ranks` lists the rank of a one-rank finding too; one notice printed three times by

@@ -256,7 +256,9 @@ fn finish(e: &Engine, window: Window) -> Report {
     let failed = infer::failed_ranks(&streams);
     let t = &log.topology;
     let world = t.world.or_else(|| (!t.multi_node()).then_some(t.per_node).flatten());
-    let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world };
+    let launcher_families: Vec<String> =
+        e.pack.rules().iter().filter(|r| r.spec.launcher_summary).map(|r| r.family().to_string()).collect();
+    let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world, launcher_families: &launcher_families };
     let roles = infer::roles(drafts, run, e.pack.notices());
     Report { schema: Schema, input, initiating: roles.initiating, findings: roles.findings, timeline: roles.timeline }
 }

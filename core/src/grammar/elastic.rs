@@ -76,7 +76,12 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
             && t.ends_with("]:")
             && t[1..t.len() - 2].chars().all(|c| c.is_ascii_digit())
             && t.len() > 3;
-        if !is_entry {
+        // An entry whose `[k]:` header was cut off (a pasted excerpt starting at its
+        // `rank :` field): a rank field with its local rank, then `exitcode`.
+        let headless = !is_entry
+            && rank_line(lines[i]).is_ok_and(|(_, (_, lr))| lr.is_some())
+            && lines.get(i + 1).is_some_and(|n| field("exitcode").parse(n).is_ok());
+        if !is_entry && !headless {
             i += 1;
             continue;
         }
@@ -92,7 +97,7 @@ pub fn entries(lines: &[&str]) -> Vec<Entry> {
             last: i,
         };
         let mut has_rank = false;
-        let mut j = i + 1;
+        let mut j = if headless { i } else { i + 1 };
         while j < lines.len() {
             let l = lines[j];
             let lt = l.trim();
@@ -145,5 +150,13 @@ mod tests {
         let old = "Root Cause:\n[0]:\n  time: 2021-10-15_08:49:21\n  rank: 3 (local_rank: 0)\n  exitcode: 1 (pid: 3465)\n=====";
         let lines: Vec<&str> = old.lines().collect();
         assert_eq!(entries(&lines)[0].rank, 3);
+        // Cut above the rank field: still an entry; prose naming a rank is not.
+        let cut = "  rank      : 2 (local_rank: 2)\n  exitcode  : -11 (pid: 51873)\n  error_file: <N/A>\n  traceback : Signal 11 (SIGSEGV) received by PID 51873\n=====";
+        let lines: Vec<&str> = cut.lines().collect();
+        let es = entries(&lines);
+        assert_eq!((es.len(), es[0].rank, es[0].local_rank, es[0].exitcode), (1, 2, Some(2), Some(-11)));
+        assert_eq!(es[0].last, 3);
+        let prose = "rank : 2 (local_rank: 2) is slow\nthe next line\n";
+        assert!(entries(&prose.lines().collect::<Vec<_>>()).is_empty());
     }
 }

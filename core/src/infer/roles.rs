@@ -39,6 +39,9 @@ pub(crate) struct Run<'a> {
     pub failed: &'a [u32],
     /// The job's world size, where the log states it.
     pub world: Option<u32>,
+    /// Families of the pack's launcher-summary rules: an unranked teardown finding of
+    /// one of them (the agent's SIGTERMs) is the launcher's.
+    pub launcher_families: &'a [String],
 }
 
 pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> Roles {
@@ -268,8 +271,9 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
                 format!("ranks {}", compress_ranks(&f.ranks))
             } else if let Some(r) = f.rank {
                 format!("rank {r}")
-            } else if d.launcher || d.teardown {
-                // The agent's summary, or its SIGTERMs to the healthy workers.
+            } else if d.launcher || (d.teardown && run.launcher_families.contains(&f.family)) {
+                // The agent's summary, or its SIGTERMs to the healthy workers (a teardown
+                // notice of another family, NCCL's abort, is a worker's own).
                 "launcher".to_string()
             } else if ranks_seen.is_empty() {
                 // One process: there is no launcher and no rank to name.

@@ -6,7 +6,7 @@
 //! syntax); a key name decides where structure cannot (`password: hunter2`), and then the
 //! value must look like data, not code or a number.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::net::Ipv6Addr;
 
 use super::Class;
@@ -33,7 +33,7 @@ pub(super) struct Hit {
 /// Host names learned so far (lowercase).
 #[derive(Debug, Default)]
 pub(super) struct Known {
-    hosts: HashSet<String>,
+    hosts: BTreeSet<String>,
     /// SLURM hostlists as printed (`gpu-node-[01-04,07]`): replaced whole.
     lists: Vec<String>,
 }

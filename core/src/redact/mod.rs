@@ -28,7 +28,7 @@
 //! [`scrub_secrets`] removes only credentials and is applied to every report's message
 //! evidence.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 mod detect;
 
@@ -163,8 +163,8 @@ pub fn scrub_secrets(text: &str) -> String {
 pub struct Redactor {
     known: detect::Known,
     /// Value → its number, per placeholder stem.
-    numbers: HashMap<(&'static str, String), usize>,
-    next: HashMap<&'static str, usize>,
+    numbers: BTreeMap<(&'static str, String), usize>,
+    next: BTreeMap<&'static str, usize>,
     counts: BTreeMap<Class, u64>,
     /// Bytes of an unfinished line.
     pending: Vec<u8>,

@@ -390,7 +390,7 @@ pub fn markdown(report: &Report) -> String {
             continue;
         }
         if let Some(c) = &f.culprit {
-            let _ = writeln!(o, "**Culprit:** {}\n", c.summary);
+            let _ = writeln!(o, "**Culprit.** {}\n", c.summary);
         }
         let _ = writeln!(o, "| evidence | value |\n|---|---|");
         for (k, v) in text_evidence(f) {
@@ -412,7 +412,7 @@ pub fn markdown(report: &Report) -> String {
             }
             let _ = writeln!(o);
         }
-        let _ = writeln!(o, "**Next:** {}\n", f.next_action);
+        let _ = writeln!(o, "**Next.** {}\n", f.next_action);
     }
     let collateral: Vec<&Finding> = report.findings.iter().filter(|f| f.role == Role::Collateral).collect();
     if grouped && !collateral.is_empty() {

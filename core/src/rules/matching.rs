@@ -343,22 +343,40 @@ fn match_events(
     // starts last before its end (or an empty match in front of it): a lookup, not a
     // scan of every kept match (20,000 matching lines were 20,000² comparisons).
     let mut kept: Vec<Event> = Vec::new();
-    let mut spans: BTreeSet<(usize, usize)> = BTreeSet::new();
+    let mut spans: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for c in cands {
         let (s, e) = (c.m.start, c.m.end);
-        let mut overlaps = false;
-        for &(ks, ke) in spans.range(..(e, 0)).rev() {
+        let mut overlaps = None;
+        for (&(ks, ke), &k) in spans.range(..(e, 0)).rev() {
             if s < ke && ks < e {
-                overlaps = true;
+                overlaps = Some((ks, ke, k));
                 break;
             }
             if ks < ke {
                 break;
             }
         }
-        if !overlaps {
-            spans.insert((s, e));
-            kept.push(c);
+        match overlaps {
+            None => {
+                spans.insert((s, e), kept.len());
+                kept.push(c);
+            }
+            // A wrapper that lost to the message it wraps (`[Rank 1] NCCL watchdog thread
+            // terminated with exception: CUDA error: uncorrectable ECC ...`) still says
+            // whose message it is: its rank, local rank and host go to the kept match
+            // when it has none.
+            Some((ks, ke, k)) if s <= ks && ke <= e => {
+                for name in ["rank", "local_rank", "host"] {
+                    let km = &mut kept[k].m;
+                    if km.captures.iter().any(|x| x.name == name) {
+                        continue;
+                    }
+                    if let Some(x) = c.m.captures.iter().find(|x| x.name == name) {
+                        km.captures.push(x.clone());
+                    }
+                }
+            }
+            Some(_) => {}
         }
     }
     kept.sort_by_key(|e| e.m.start);

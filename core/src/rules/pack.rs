@@ -378,7 +378,19 @@ fn parse<T: DeserializeOwned>(src: RuleSource<'_>) -> Result<T, PackError> {
             let line = src.text[..off.min(src.text.len())].rfind('\n').map_or(0, |p| p + 1);
             off = line + src.text[line..].len() - src.text[line..].trim_start().len();
         }
-        PackError::at(Code::Format, &src, off, message).with_hint(toml_hint(src.text, off, Code::Format))
+        // A rule-level key written after a `[[match]]`/`[[example]]` header belongs, for
+        // TOML, to that table: say so, it is the usual way to get here.
+        let table = match segs.first() {
+            Some(Seg::Key(t)) if segs.len() >= 2 && matches!(*t, "match" | "case" | "culprit_case" | "example") => Some(*t),
+            _ => None,
+        };
+        let hint = match (message.strip_prefix("unknown field `").and_then(|m| m.split_once('`')), table) {
+            (Some((key, _)), Some(table)) => format!(
+                "`{key}` is not a key of `[[{table}]]`; if it is one of the rule's own keys, move it above the first `[[...]]` table: TOML gives every key after a table header to that table"
+            ),
+            _ => toml_hint(src.text, off, Code::Format),
+        };
+        PackError::at(Code::Format, &src, off, message).with_hint(hint)
     })
 }
 
