@@ -49,20 +49,22 @@ fn fuzz_regressions_replay() {
 /// one rule were one finding each (20,000 lines: 85 MB of report, 14 s, and quadratic
 /// overlap checks). Past 32 per rule and stream they are counted on the last kept one,
 /// with the last line, and the report stays small.
+/// Four letters that differ for every `i` below 26^4.
+fn letters(mut i: usize) -> String {
+    (0..4)
+        .map(|_| {
+            let c = char::from(b'A' + (i % 26) as u8);
+            i /= 26;
+            c
+        })
+        .collect()
+}
+
 #[test]
 fn many_distinct_reports_of_one_rule_are_counted_not_listed() {
     let engine = Engine::builtin();
     // Letters, not digits: numbers in a message are one failure (a step counter).
-    let word = |mut i: usize| -> String {
-        (0..4)
-            .map(|_| {
-                let c = char::from(b'A' + (i % 26) as u8);
-                i /= 26;
-                c
-            })
-            .collect()
-    };
-    let log: String = (0..3000).map(|i| format!("cuDNN error: CUDNN_STATUS_{}\n", word(i))).collect();
+    let log: String = (0..3000).map(|i| format!("cuDNN error: CUDNN_STATUS_{}\n", letters(i))).collect();
     let r = engine.diagnose(&log);
     let of_rule: Vec<_> = r.findings.iter().filter(|f| f.id == "cudnn-error").collect();
     assert_eq!(of_rule.len(), 32, "{} findings", r.findings.len());
@@ -79,19 +81,10 @@ fn many_distinct_reports_of_one_rule_are_counted_not_listed() {
 #[test]
 fn many_ranks_of_distinct_reports_are_aggregated() {
     let engine = Engine::builtin();
-    let word = |mut i: usize| -> String {
-        (0..4)
-            .map(|_| {
-                let c = char::from(b'A' + (i % 26) as u8);
-                i /= 26;
-                c
-            })
-            .collect()
-    };
     let mut log = String::new();
     for k in 0..20 {
         for rank in 0..1000 {
-            log.push_str(&format!("[rank{rank}]: cuDNN error: CUDNN_STATUS_{}\n", word(k * 1000 + rank)));
+            log.push_str(&format!("[rank{rank}]: cuDNN error: CUDNN_STATUS_{}\n", letters(k * 1000 + rank)));
         }
     }
     let r = engine.diagnose(&log);
@@ -258,4 +251,18 @@ fn a_summary_entry_without_its_header_keeps_its_rank() {
     let r = Engine::builtin().diagnose(log);
     let p = r.primary().expect("a finding");
     assert_eq!((p.id.as_str(), p.rank), ("worker-signal", Some(2)), "{}", r.to_json());
+}
+
+/// A message that ends in `{any}` (the legacy `expected one of:` overload list) stops at
+/// the next log record: the launcher's glog line and summary after it stay the
+/// launcher's, with the host they name.
+#[test]
+fn a_trailing_any_capture_stops_at_the_next_record() {
+    let log = "Traceback (most recent call last):\n  File \"/w/train.py\", line 40, in <module>\n    buf.mul_(momentum).add_(1 - dampening, d_p)\nTypeError: add_ received an invalid combination of arguments - got (float, torch.cuda.FloatTensor), but expected one of:\n * (float value)\n * (torch.FloatTensor other)\n      didn't match because some of the arguments have invalid types: (float, torch.cuda.FloatTensor)\nE0423 10:12:44.120000 7875 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 0 (pid: 7905) of binary: /usr/bin/python3\nTraceback (most recent call last):\n  File \"/usr/local/bin/torchrun\", line 8, in <module>\n    sys.exit(main())\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n============================================================\ntrain.py FAILED\n------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n  time      : 2026-04-23_10:12:44\n  host      : gpu-node-02\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 7905)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n============================================================\n";
+    let r = Engine::builtin().diagnose(log);
+    let p = r.primary().expect("a finding");
+    assert_eq!(p.id, "device-mismatch", "{}", r.to_json());
+    assert!(p.location.end_line <= 8, "{}", r.to_json());
+    assert!(r.findings.iter().any(|f| f.id == "elastic-child-failed"), "{}", r.to_json());
+    assert_eq!(p.evidence.text("host"), Some("gpu-node-02"), "{}", r.to_json());
 }

@@ -322,23 +322,9 @@ mod tests {
         for color in [false, true] {
             let t = r.to_text_width(color, 100);
             let line = t.lines().find(|l| l.contains(key)).unwrap_or_else(|| panic!("{t}"));
-            let plain: String = strip_ansi(line);
+            let plain: String = term::shown_chars(line).collect();
             assert!(plain.contains(&format!("{key}  its value")), "{plain:?}");
         }
-    }
-
-    fn strip_ansi(s: &str) -> String {
-        let mut out = String::new();
-        let mut esc = false;
-        for c in s.chars() {
-            match (esc, c) {
-                (false, '\x1b') => esc = true,
-                (true, 'm') => esc = false,
-                (true, _) => {}
-                (false, c) => out.push(c),
-            }
-        }
-        out
     }
 
     #[test]

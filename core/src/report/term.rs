@@ -155,19 +155,26 @@ pub fn terminal_text(markdown: &str, color: bool, width: usize) -> String {
     o
 }
 
+/// The characters of `s` that show: ANSI escape sequences (`ESC [ ... m`) left out.
+pub(crate) fn shown_chars(s: &str) -> impl Iterator<Item = char> + '_ {
+    let mut esc = false;
+    s.chars().filter(move |&c| match (esc, c) {
+        (false, '\x1b') => {
+            esc = true;
+            false
+        }
+        (true, 'm') => {
+            esc = false;
+            false
+        }
+        (true, _) => false,
+        (false, _) => true,
+    })
+}
+
 /// Visible width: characters, not counting ANSI escape sequences.
 pub(crate) fn visible(s: &str) -> usize {
-    let mut n = 0;
-    let mut esc = false;
-    for c in s.chars() {
-        match (esc, c) {
-            (false, '\x1b') => esc = true,
-            (true, 'm') => esc = false,
-            (true, _) => {}
-            (false, _) => n += 1,
-        }
-    }
-    n
+    shown_chars(s).count()
 }
 
 /// `s` padded with spaces to `width` visible characters.

@@ -1139,7 +1139,16 @@ impl<'h> Matcher<'h> {
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
         let reach = floor_boundary(s, s.len().min(MAX_TEXT));
-        let line_end = if kind == Kind::Text { s[..reach].find('\n').unwrap_or(reach) } else { reach };
+        let line_end = if kind == Kind::Text {
+            s[..reach].find('\n').unwrap_or(reach)
+        } else {
+            // `any` crosses lines, but not into the next log record (a launcher's glog
+            // line, a timestamped logger line, a new traceback): a message ending in
+            // `{any}` must not swallow the summary printed after it.
+            memchr::memchr_iter(b'\n', &s.as_bytes()[..reach])
+                .find(|&p| crate::ingest::wrap::starts_record(&s.as_bytes()[p + 1..]))
+                .unwrap_or(reach)
+        };
         let body = &s[..floor_boundary(s, line_end)];
         let ends = if cont_exhausted(next) {
             // Nothing follows: the longest text.
