@@ -330,6 +330,13 @@ export interface RuleSpec {
    */
   priority?: number;
   /**
+   * An `int` capture of this rule's templates that counts how far the rank printing
+   * the message got (`last enqueued NCCL work: 41`). When every report in a log is an
+   * echo, the one rank whose count is below every other rank's is the suspect: it
+   * never issued the collective the others wait in.
+   */
+  progress: string | null;
+  /**
    * Ids of related rules.
    */
   related?: string[];

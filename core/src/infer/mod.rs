@@ -47,11 +47,24 @@ pub(crate) struct Draft {
     /// Printed by a logger and survived (`logger.exception(...)` then carried on).
     pub handled: bool,
     pub ts: Option<Timestamp>,
-    /// For merged reports: each rank with its failing frame.
-    pub per_rank: Vec<(u32, Option<String>)>,
+    /// For merged reports: each rank's own report.
+    pub per_rank: Vec<RankReport>,
     /// How many reports were merged into this one.
     pub reports: usize,
     key: String,
+}
+
+/// One rank's report of a failure several ranks reported (merged into one finding).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RankReport {
+    pub rank: u32,
+    /// Where it stood: its failing frame, or the collective's sequence number. Ranks
+    /// echoing one failure stand at one place.
+    pub place: Option<String>,
+    /// The count the rule's `progress` key names (`last enqueued NCCL work`).
+    pub progress: Option<u64>,
+    /// Its first line.
+    pub line: u64,
 }
 
 /// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
@@ -342,6 +355,8 @@ fn from_event(
     // The same failure reported by many ranks is bound to its rule text once: later
     // reports reuse that text and keep only their own rank, place and location.
     let key = key_of(rule.id(), &ev);
+    // Read before the cache: a merged report keeps the first rank's evidence.
+    let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
     let place = place_of(&ev);
     let (mut finding, case_collateral) = match cache.get(&key) {
         Some(b) => b.clone(),
@@ -355,7 +370,8 @@ fn from_event(
     };
     finding.rank = rank;
     finding.location = inc.location;
-    let per_rank = rank.map(|r| (r, place)).into_iter().collect();
+    let per_rank =
+        rank.map(|rank| RankReport { rank, place, progress, line: inc.location.line }).into_iter().collect();
     Draft {
         collateral: case_collateral.unwrap_or(rule.spec.collateral),
         recognized: true,
@@ -507,8 +523,11 @@ fn scrub(ev: &mut Evidence) {
     }
 }
 
-fn per_rank_of(f: &Finding) -> Vec<(u32, Option<String>)> {
-    f.rank.map(|r| (r, place_of(&f.evidence))).into_iter().collect()
+fn per_rank_of(f: &Finding) -> Vec<RankReport> {
+    f.rank
+        .map(|rank| RankReport { rank, place: place_of(&f.evidence), progress: None, line: f.location.line })
+        .into_iter()
+        .collect()
 }
 
 /// Identity of a failure across ranks.

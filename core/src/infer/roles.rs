@@ -128,33 +128,24 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             }
         }
     }
-    // The host a rank ran on, said once (the launcher's summary: `rank : 5`, `host :
-    // node-b`; a `[node-b:1]:` label), holds for every finding of that rank. A rank
-    // named with two hosts (two attempts, two jobs pasted together) gets neither.
-    let mut hosts: BTreeMap<u32, Option<String>> = BTreeMap::new();
-    for d in &merged {
-        if let (Some(r), Some(h)) = (d.finding.rank, d.finding.evidence.text("host")) {
-            let e = hosts.entry(r).or_insert_with(|| Some(h.to_string()));
-            if e.as_deref() != Some(h) {
-                *e = None;
-            }
-        }
-    }
-    for d in &mut merged {
-        if let Some(Some(h)) = d.finding.rank.and_then(|r| hosts.get(&r)) {
-            d.finding.evidence.insert_if_absent("host", Value::from(h.clone()));
-        }
-    }
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
+    let mut lagging: Option<Lag> = None;
     if only_collateral {
         if let Some(i) = init {
-            let suspect = suspect_rank(&merged, i, ranks_seen, run.world);
+            let found = suspect(&merged, i, ranks_seen, run.world);
+            let suspect = found.as_ref().map(|s| s.rank);
             let is_launcher = merged[i].launcher;
             let f = &mut merged[i].finding;
-            match suspect {
-                Some(r) => {
-                    f.rank = Some(r);
-                    f.evidence.insert("suspect_rank", Value::from(r));
+            match found {
+                Some(s) => {
+                    f.rank = Some(s.rank);
+                    f.evidence.insert("suspect_rank", Value::from(s.rank));
+                    if let Some(lag) = s.lag {
+                        f.evidence.insert("suspect_progress", Value::from(lag.value));
+                        f.evidence.insert("suspect_progress_others", Value::from(lag.others));
+                        f.evidence.insert("suspect_line", Value::from(lag.line));
+                        lagging = Some(lag);
+                    }
                 }
                 // The echoes point at no rank: the one that reported first was only
                 // waiting, so the finding names none rather than a bystander.
@@ -193,6 +184,24 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
                     f.missing.insert(0, m);
                 }
             }
+        }
+    }
+    // After the suspect is decided (it names the initiating finding's rank).
+    // The host a rank ran on, said once (the launcher's summary: `rank : 5`, `host :
+    // node-b`; a `[node-b:1]:` label), holds for every finding of that rank. A rank
+    // named with two hosts (two attempts, two jobs pasted together) gets neither.
+    let mut hosts: BTreeMap<u32, Option<String>> = BTreeMap::new();
+    for d in &merged {
+        if let (Some(r), Some(h)) = (d.finding.rank, d.finding.evidence.text("host")) {
+            let e = hosts.entry(r).or_insert_with(|| Some(h.to_string()));
+            if e.as_deref() != Some(h) {
+                *e = None;
+            }
+        }
+    }
+    for d in &mut merged {
+        if let Some(Some(h)) = d.finding.rank.and_then(|r| hosts.get(&r)) {
+            d.finding.evidence.insert_if_absent("host", Value::from(h.clone()));
         }
     }
     let mut order: Vec<usize> = (0..merged.len()).collect();
@@ -247,6 +256,22 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             head.missing.insert(0, m);
         }
         if let Some(a) = notice(&n.and_then(|n| n.next_action.clone()), &head.next_action, &[]) {
+            head.next_action = a;
+        }
+    } else if let Some(lag) = lagging.filter(|_| only_collateral) {
+        // The suspect printed its own report; what is missing is what it did instead.
+        let head = &mut out[0];
+        let n = notices.lagging_rank.as_ref();
+        let values = [
+            ("rank", head.rank.map(|r| r.to_string()).unwrap_or_default()),
+            ("value", lag.value.to_string()),
+            ("others", lag.others.to_string()),
+            ("line", lag.line.to_string()),
+        ];
+        if let Some(m) = notice(&n.and_then(|n| n.missing.clone()), &head.next_action, &values) {
+            head.missing.insert(0, m);
+        }
+        if let Some(a) = notice(&n.and_then(|n| n.next_action.clone()), &head.next_action, &values) {
             head.next_action = a;
         }
     } else if only_collateral {
@@ -305,7 +330,7 @@ fn cascade(merged: &[Draft]) -> Option<usize> {
     let mut by_rule: BTreeMap<&str, (BTreeSet<u32>, usize, usize)> = BTreeMap::new();
     for (i, d) in merged.iter().enumerate().filter(|(_, d)| d.collateral && !d.launcher && !d.teardown) {
         let e = by_rule.entry(d.finding.id.as_str()).or_insert((BTreeSet::new(), 0, i));
-        e.0.extend(d.per_rank.iter().map(|(r, _)| *r));
+        e.0.extend(d.per_rank.iter().map(|x| x.rank));
         e.1 += d.reports;
     }
     by_rule
@@ -315,24 +340,48 @@ fn cascade(merged: &[Draft]) -> Option<usize> {
         .map(|(_, _, i)| *i)
 }
 
+/// How far the suspect got against the others, by its rule's `progress` count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Lag {
+    /// The suspect's count.
+    value: u64,
+    /// The lowest count of every other rank.
+    others: u64,
+    /// The line of the suspect's report.
+    line: u64,
+}
+
+/// The rank the echoes point at, and whether a lagging count named it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Suspect {
+    rank: u32,
+    lag: Option<Lag>,
+}
+
 /// The rank the echoes point at: the one rank whose report differs from all the others
-/// (it stood at another collective, or lags behind them), else the one rank missing from
-/// the reports (among the ranks the log shows, or the job's world when it states its
-/// size: a rank that never printed anything is still a rank), else a rank that caught an
-/// exception before the echoes, else the launcher's root cause.
-fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32], world: Option<u32>) -> Option<u32> {
+/// (it stood at another collective, or lags behind them), else the one rank whose
+/// progress count (a rule's `progress`, `last enqueued NCCL work`) is below every other
+/// rank's, else the one rank missing from the reports (among the ranks the log shows, or
+/// the job's world when it states its size: a rank that never printed anything is still
+/// a rank), else a rank that caught an exception before the echoes, else the launcher's
+/// root cause.
+fn suspect(merged: &[Draft], i: usize, ranks_seen: &[u32], world: Option<u32>) -> Option<Suspect> {
+    let plain = |rank: u32| Suspect { rank, lag: None };
     let id = &merged[i].finding.id;
-    let per_rank: Vec<&(u32, Option<String>)> =
+    let per_rank: Vec<&super::RankReport> =
         merged.iter().filter(|d| d.finding.id == *id).flat_map(|d| d.per_rank.iter()).collect();
-    let mut frames: BTreeMap<Option<String>, BTreeSet<u32>> = BTreeMap::new();
-    for (r, f) in &per_rank {
-        frames.entry(f.clone()).or_default().insert(*r);
+    let mut places: BTreeMap<Option<&str>, BTreeSet<u32>> = BTreeMap::new();
+    for x in &per_rank {
+        places.entry(x.place.as_deref()).or_default().insert(x.rank);
     }
-    let reporting: BTreeSet<u32> = per_rank.iter().map(|(r, _)| *r).collect();
-    if frames.len() == 2 && reporting.len() >= 3 {
-        if let Some((_, rs)) = frames.iter().find(|(_, rs)| rs.len() == 1) {
-            return rs.first().copied();
+    let reporting: BTreeSet<u32> = per_rank.iter().map(|x| x.rank).collect();
+    if places.len() == 2 && reporting.len() >= 3 {
+        if let Some((_, rs)) = places.iter().find(|(_, rs)| rs.len() == 1) {
+            return rs.first().copied().map(plain);
         }
+    }
+    if let Some(s) = lagging(merged) {
+        return Some(s);
     }
     // Ranks are numbered from 0: those below the highest the log shows (or the world's
     // size) that never reported are absent too.
@@ -344,17 +393,41 @@ fn suspect_rank(merged: &[Draft], i: usize, ranks_seen: &[u32], world: Option<u3
         absent.extend((0..=top).filter(|r| !reporting.contains(r)));
     }
     if absent.len() == 1 && !reporting.is_empty() {
-        return absent.first().copied();
+        return absent.first().copied().map(plain);
     }
     // A rank that logged an exception and carried on, before the echoes.
     if let Some(r) = merged.iter().find(|d| d.handled && !d.collateral).and_then(|d| d.finding.rank) {
-        return Some(r);
+        return Some(plain(r));
     }
-    merged.iter().find(|m| m.launcher).and_then(|m| m.finding.rank)
+    merged.iter().find(|m| m.launcher).and_then(|m| m.finding.rank).map(plain)
+}
+
+/// The one rank whose progress count is below every other rank's, over all reports
+/// that carry one (each rank's highest: a rank's later report is further on). Two
+/// ranks reporting are enough: counts only grow, so the lower one fell behind.
+fn lagging(merged: &[Draft]) -> Option<Suspect> {
+    let mut best: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for x in merged.iter().flat_map(|d| d.per_rank.iter()) {
+        if let Some(p) = x.progress {
+            let e = best.entry(x.rank).or_insert((p, x.line));
+            if p > e.0 {
+                *e = (p, x.line);
+            }
+        }
+    }
+    let mut by_count: Vec<(u64, u32, u64)> = best.iter().map(|(&r, &(p, line))| (p, r, line)).collect();
+    by_count.sort_unstable();
+    match by_count.as_slice() {
+        [(value, rank, line), (others, ..), ..] if value < others => {
+            Some(Suspect { rank: *rank, lag: Some(Lag { value: *value, others: *others, line: *line }) })
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::RankReport;
     use super::*;
     use crate::report::{Evidence, Location, Trace};
     use crate::rules::spec::NoticeSpec;
@@ -372,6 +445,8 @@ mod tests {
         handled: bool,
         confidence: Confidence,
         frame: Option<&'static str>,
+        /// The rule's progress count in this report.
+        progress: Option<u64>,
     }
 
     const fn d(id: &'static str, rank: Option<u32>, line: u64) -> D {
@@ -386,6 +461,7 @@ mod tests {
             handled: false,
             confidence: Confidence::Likely,
             frame: None,
+            progress: None,
         }
     }
 
@@ -421,7 +497,16 @@ mod tests {
         };
         let key = super::super::key_of(x.id, &finding.evidence);
         Draft {
-            per_rank: x.rank.map(|r| (r, x.frame.map(str::to_string))).into_iter().collect(),
+            per_rank: x
+                .rank
+                .map(|rank| RankReport {
+                    rank,
+                    place: x.frame.map(str::to_string),
+                    progress: x.progress,
+                    line: x.line,
+                })
+                .into_iter()
+                .collect(),
             finding,
             collateral: x.collateral,
             recognized: x.recognized,
@@ -512,6 +597,44 @@ mod tests {
             initiating: Some(("matmul", Some(2))),
             others: &[("sigterm", Role::Collateral)],
         },
+        Case {
+            name: "only echoes, every rank reporting: the rank whose progress count lags is the suspect",
+            drafts: &[
+                echo("timeout", 1, 10),
+                echo("timeout", 2, 11),
+                echo("timeout", 3, 12),
+                D { teardown: true, progress: Some(41), ..echo("abort", 0, 20) },
+                D { teardown: true, progress: Some(42), ..echo("abort", 1, 21) },
+                D { teardown: true, progress: Some(42), ..echo("abort", 2, 22) },
+                D { teardown: true, progress: Some(42), ..echo("abort", 3, 23) },
+            ],
+            ranks_seen: &[0, 1, 2, 3],
+            initiating: Some(("timeout", Some(0))),
+            others: &[("abort", Role::Collateral)],
+        },
+        Case {
+            name: "two ranks are enough for a lag; a rank's highest count is its own",
+            drafts: &[
+                D { progress: Some(7), ..echo("abort", 0, 10) },
+                D { progress: Some(9), ..echo("abort", 1, 11) },
+                D { progress: Some(6), ..echo("abort", 1, 5) },
+            ],
+            ranks_seen: &[0, 1],
+            initiating: Some(("abort", Some(0))),
+            others: &[],
+        },
+        Case {
+            name: "a lowest count two ranks share names no rank",
+            drafts: &[
+                D { progress: Some(7), ..echo("abort", 0, 10) },
+                D { progress: Some(7), ..echo("abort", 1, 11) },
+                D { progress: Some(8), ..echo("abort", 2, 12) },
+                D { progress: Some(8), ..echo("abort", 3, 13) },
+            ],
+            ranks_seen: &[0, 1, 2, 3],
+            initiating: Some(("abort", None)),
+            others: &[],
+        },
         Case { name: "no drafts, no initiating finding", drafts: &[], ranks_seen: &[], initiating: None, others: &[] },
     ];
 
@@ -522,6 +645,7 @@ mod tests {
             only_echoes: Some(NoticeSpec { missing: Some("the first failure".into()), next_action: None }),
             caught_before_echoes: None,
             echoes_without_suspect: None,
+            lagging_rank: Some(NoticeSpec { missing: Some("what rank {rank} did".into()), next_action: None }),
         };
         for c in CASES {
             let run = Run { ranks_seen: c.ranks_seen, ..Run::default() };

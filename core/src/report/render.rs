@@ -163,6 +163,14 @@ fn suspect_sentence(report: &Report) -> Option<String> {
         format!("; ranks {} only echo it{echo_lines}", compress_ranks(&echo_ranks))
     };
     if let Some(s) = init.evidence.extra.get("suspect_rank").and_then(|v| v.as_u64()) {
+        let count = |k: &str| init.evidence.extra.get(k).and_then(|v| v.as_u64());
+        if let (Some(v), Some(o), Some(l)) =
+            (count("suspect_progress"), count("suspect_progress_others"), count("suspect_line"))
+        {
+            return Some(format!(
+                "Suspect: rank {s}. Its own report (line {l}) shows it stopped at {v}, behind every other rank ({o} or more): it never reached the step the others wait in{echoes_said}."
+            ));
+        }
         if init.rank.is_none() || init.rank == Some(s as u32) && init.ranks.len() > 1 {
             return Some(format!(
                 "Suspect: rank {s}. The other ranks' reports point at it (line {}, {}: {}); its own output is not in this log.",

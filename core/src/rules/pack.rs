@@ -512,6 +512,17 @@ pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec, families: &[FamilySpec]
         }
         templates.push(t);
     }
+    if let Some(k) = &spec.progress {
+        let counts = |t: &Template| t.capture_specs().into_iter().any(|(n, kind, list)| n == k && kind == Kind::Int && !list);
+        if !templates.iter().any(counts) {
+            return Err(err(
+                Code::Placeholder,
+                &[Seg::Key("progress")],
+                format!("`progress = \"{k}\"` names no `int` capture of this rule's templates"),
+            )
+            .with_hint("capture the count in a [[match]] template as `{int:NAME}` and name it here"));
+        }
+    }
     let mut names = BTreeSet::new();
     let cases = spec.cases.iter().enumerate().map(|(i, c)| (&c.name, Seg::Key("case"), i));
     let decisions = spec.culprit_cases.iter().enumerate().map(|(i, c)| (&c.name, Seg::Key("culprit_case"), i));
@@ -767,6 +778,7 @@ impl Pack {
         n.only_echoes = f.only_echoes.or(n.only_echoes.take());
         n.caught_before_echoes = f.caught_before_echoes.or(n.caught_before_echoes.take());
         n.echoes_without_suspect = f.echoes_without_suspect.or(n.echoes_without_suspect.take());
+        n.lagging_rank = f.lagging_rank.or(n.lagging_rank.take());
     }
 
     /// Adds a rule; one with the same id is replaced where it stands. A second fallback

@@ -252,6 +252,12 @@ pub struct RuleSpec {
     /// pipe after its server died): it never initiates and is no cascade to follow.
     #[serde(default)]
     pub teardown: bool,
+    /// An `int` capture of this rule's templates that counts how far the rank printing
+    /// the message got (`last enqueued NCCL work: 41`). When every report in a log is an
+    /// echo, the one rank whose count is below every other rank's is the suspect: it
+    /// never issued the collective the others wait in.
+    #[serde(default)]
+    pub progress: Option<String>,
     /// This message is the launcher's summary of failed workers (torchrun's
     /// `ChildFailedError`): it names ranks, and a worker's own report is its cause.
     #[serde(default)]
@@ -508,6 +514,11 @@ pub struct NoticesFile {
     /// waiting): the log cannot tell which rank started it.
     #[serde(default)]
     pub echoes_without_suspect: Option<NoticeSpec>,
+    /// Only echoes are present and one rank's progress count (a rule's `progress`) is
+    /// below every other rank's: `{rank}`, its count `{value}`, the others' lowest
+    /// `{others}`, its report's line `{line}`.
+    #[serde(default)]
+    pub lagging_rank: Option<NoticeSpec>,
 }
 
 /// The canonical order of a rule file's top-level keys (`rules fmt`), as the fields of
@@ -519,6 +530,7 @@ pub const RULE_KEYS: &[&str] = &[
     "summary",
     "collateral",
     "teardown",
+    "progress",
     "launcher_summary",
     "fallback",
     "priority",
