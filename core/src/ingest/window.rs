@@ -29,16 +29,17 @@ use super::{Cleaner, Line, MAX_LINE};
 /// What decides which raw lines are worth keeping: implemented by the rule pack's
 /// prefilter, so the window depends on no rule and the rules on no window.
 pub(crate) trait Trigger {
-    /// Scans raw bytes: calls `hit(offset, anchor)` for each template anchor
-    /// (`Some(pattern)`) or structural literal (`None`), and marks the needles it sees
-    /// in `seen`. `read` is how many bytes of the input have been read so far.
+    /// Scans raw bytes: calls `hit(offset, pattern)` for each template anchor or needle
+    /// (`Some(pattern)`, judged by [`Trigger::could_match`]) and each structural literal
+    /// (`None`, always kept), and marks the needles it sees in `seen`. `read` is how many bytes of the input have been read so far.
     fn scan(&self, bytes: &[u8], read: u64, seen: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>));
     /// The raw line as text when it can be judged raw (plain ASCII, no colour codes),
     /// `None` when every hit on it must be kept. Computed once per line: per-hit work
     /// must not depend on the line's length.
     fn judgeable<'l>(&self, raw: &'l [u8]) -> Option<&'l str>;
     /// Whether anchor `pattern`, hit at byte `at` of a line judged by [`Trigger::judgeable`],
-    /// could start a match. `pool` is the line's step pool, shared by its hits (see
+    /// could start a match (for a needle: whether it hides an anchor that could, or a
+    /// structural literal). `pool` is the line's step pool, shared by its hits (see
     /// [`Trigger::line_pool`]); when it runs out the answer is yes.
     fn could_match(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool;
     /// The step pool for judging the hits of a line of `len` bytes.

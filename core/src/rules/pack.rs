@@ -628,6 +628,10 @@ impl Pack {
     /// message holds its text (a hint many CUDA errors end with names none of them):
     /// turns each template's later entries on or off for the pack as it now stands.
     fn settle_entries(&mut self) {
+        let common = &self.ingest.common_words;
+        for t in self.rules.iter_mut().flat_map(|r| r.templates.iter_mut()) {
+            t.choose_anchors(|w| common.iter().any(|c| c.eq_ignore_ascii_case(w)));
+        }
         let sources: Vec<(usize, String)> = self
             .rules
             .iter()
@@ -714,6 +718,7 @@ impl Pack {
         i.tails_after_blank.extend(f.tails_after_blank);
         i.exception_classes.extend(f.exception_classes);
         i.exception_parents.extend(f.exception_parents);
+        i.common_words.extend(f.common_words);
     }
 
     /// Every row of a codes file names a known family (checked once the families of

@@ -70,6 +70,8 @@ pub(crate) struct Prefilter {
     rescan_ac: AhoCorasick,
     /// The longest of those literals, in bytes.
     rescan_max: usize,
+    /// The longest anchor, in bytes.
+    anchor_max: usize,
     n_structural: usize,
 }
 
@@ -98,6 +100,9 @@ impl Prefilter {
         let mut anchored: Vec<Vec<Anchored>> = Vec::new();
         let mut n_first = 0;
         let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+        // A common word is searched as the template spells it only (see
+        // `IngestFile::common_words`): `rank` would stop the scan on every line.
+        let common = &pack.ingest().common_words;
         // First anchors first: patterns `0..n_first` are what the raw scan looks for.
         // Second anchors only serve the prefilter over kept lines: a line whose first
         // anchor a wrap split is kept anyway by its structure (`Error:`, the traceback
@@ -109,7 +114,7 @@ impl Prefilter {
                         // A message's first word may be printed in either case (quoted
                         // mid-sentence, retyped): both spellings are searched.
                         let mut spellings = vec![a.text.to_string()];
-                        if a.word == 0 {
+                        if a.word == 0 && !common.iter().any(|c| c.eq_ignore_ascii_case(a.text)) {
                             spellings.extend(swap_first_case(a.text));
                         }
                         for text in spellings {
@@ -168,6 +173,7 @@ impl Prefilter {
             needle_alias,
             needle_ac,
             rescan_max,
+            anchor_max: patterns.iter().map(String::len).max().unwrap_or(0),
             rescan_ac,
             n_structural: structural.len(),
         }
@@ -202,6 +208,42 @@ impl Prefilter {
     }
 }
 
+impl Scan<'_> {
+    /// Whether the needle `pattern` hit at `at` hides, under the leftmost-longest scan,
+    /// an anchor that could start a match or a structural literal starting inside it.
+    /// A needle marks itself seen in the scan; it keeps its line only so (`NCCL INFO`,
+    /// which a case asks about, is on most lines of an `NCCL_DEBUG=INFO` log). Work is
+    /// bounded by the needle's length, not the line's.
+    fn hidden_by(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool {
+        let pre = self.prefilter;
+        let b = text.as_bytes();
+        let len = pre.scan_patterns.get(pattern).map_or(0, String::len);
+        let end = at.saturating_add(len).min(b.len());
+        let Some(span) = b.get(at..end.saturating_add(pre.anchor_max).min(b.len())) else { return true };
+        for m in pre.anchors_ac.find_overlapping_iter(span) {
+            let q = m.pattern().as_usize();
+            if m.start() < len && q < pre.n_first_anchors && self.could_match(text, at + m.start(), q, pool) {
+                return true;
+            }
+        }
+        (at..end).any(|from| {
+            let stop = from.saturating_add(pre.rescan_max).min(b.len());
+            let input = aho_corasick::Input::new(b).range(from..stop).anchored(aho_corasick::Anchored::Yes);
+            let mut state = aho_corasick::automaton::OverlappingState::start();
+            loop {
+                if pre.rescan_ac.try_find_overlapping(input.clone(), &mut state).is_err() {
+                    return true;
+                }
+                match state.get_match() {
+                    Some(m) if m.pattern().as_usize() < pre.n_structural => return true,
+                    Some(_) => {}
+                    None => return false,
+                }
+            }
+        })
+    }
+}
+
 /// `word` with its first letter in the other case, when it starts with a letter.
 fn swap_first_case(word: &str) -> Option<String> {
     let c = word.chars().next().filter(char::is_ascii_alphabetic)?;
@@ -214,9 +256,9 @@ impl Trigger for Scan<'_> {
         let pre = self.prefilter;
         let n_anchors = pre.n_first_anchors;
         // Leftmost-longest and non-overlapping, the fastest search. A literal can hide
-        // one that starts inside it; so that no anchor is lost that way, a needle hit
-        // keeps its line too (needles are rare texts), and the template matcher later
-        // searches the kept lines with every anchor, overlapping.
+        // one that starts inside it: a needle's hit is judged like an anchor's, by what
+        // it may hide (`Trigger::could_match`), and the template matcher later searches
+        // the kept lines with every anchor, overlapping.
         let ac = if read > DFA_AFTER {
             pre.scan_dfa.get_or_init(|| scan_automaton(&pre.scan_patterns, AhoCorasickKind::DFA))
         } else {
@@ -238,7 +280,7 @@ impl Trigger for Scan<'_> {
                 if let Some(s) = seen.get_mut(p - pre.n_triggers) {
                     *s = true;
                 }
-                trigger(m.start(), None);
+                trigger(m.start(), Some(p));
             }
         }
     }
@@ -262,6 +304,9 @@ impl Trigger for Scan<'_> {
     }
 
     fn could_match(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool {
+        if pattern >= self.prefilter.n_first_anchors {
+            return self.hidden_by(text, at, pattern, pool);
+        }
         let rules = self.pack.rules();
         self.prefilter.anchored[pattern].iter().any(|a| {
             let t = &rules[a.rule].templates[a.template];
@@ -297,10 +342,14 @@ impl Trigger for Scan<'_> {
                         return true; // cannot tell: keep the line
                     }
                     let Some(m) = state.get_match() else { break };
-                    found = true;
-                    if let Some(s) = m.pattern().as_usize().checked_sub(pre.n_structural).and_then(|n| seen.get_mut(n))
-                    {
-                        *s = true;
+                    // A structural literal keeps the line; a needle is only marked.
+                    match m.pattern().as_usize().checked_sub(pre.n_structural) {
+                        None => found = true,
+                        Some(n) => {
+                            if let Some(s) = seen.get_mut(n) {
+                                *s = true;
+                            }
+                        }
                     }
                 }
             }

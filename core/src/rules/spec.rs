@@ -602,6 +602,13 @@ pub struct IngestFile {
     /// filtered on a class also takes its subclasses.
     #[serde(default)]
     pub exception_parents: BTreeMap<String, String>,
+    /// Words a healthy training log prints on a great many of its lines (`rank` in
+    /// every `[rankN]:` prefix, `NCCL` in every `NCCL INFO` line). The prefilter searches
+    /// each template for one of its leading words; it takes another than these where the
+    /// template has one, and does not also search these in their other case: the scan
+    /// then stops only where an error can be. Compared without case.
+    #[serde(default)]
+    pub common_words: Vec<String>,
 }
 
 /// The JSON Schema of `data/codes.toml`.

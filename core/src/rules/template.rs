@@ -181,13 +181,25 @@ impl Entry {
             }
         }
         let mut e = Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true };
-        let words: Vec<&str> = (0..e.lead.len()).map(|k| e.word(pieces, k)).collect();
-        if let Some((first, w)) = longest_word(&words) {
-            e.anchors.push(first);
-            let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
-            e.anchors.extend(second.map(|(k, _)| k));
-        }
+        e.choose_anchors(pieces, &|_| false);
         e
+    }
+
+    /// The first anchor: the longest leading word of four bytes or more that is not
+    /// `common`, else the longest; the second: the longest before it, when long enough (a wrap may have
+    /// split the first).
+    fn choose_anchors(&mut self, pieces: &[Piece], common: &dyn Fn(&str) -> bool) {
+        let words: Vec<&str> = (0..self.lead.len()).map(|k| self.word(pieces, k)).collect();
+        let rare: Vec<&str> =
+            words.iter().map(|w| if common(w) || w.len() < MIN_SECOND_ANCHOR { "" } else { *w }).collect();
+        self.anchors.clear();
+        let first = longest_word(&rare).filter(|(_, w)| !w.is_empty()).or_else(|| longest_word(&words));
+        if let Some((first, _)) = first {
+            let w = words[first];
+            self.anchors.push(first);
+            let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
+            self.anchors.extend(second.map(|(k, _)| k));
+        }
     }
 
     fn word<'p>(&self, pieces: &'p [Piece], k: usize) -> &'p str {
@@ -375,6 +387,14 @@ impl Template {
         let texts = self.entries();
         for (k, e) in self.entries.iter_mut().enumerate().skip(1) {
             e.live = keep(&texts[k]);
+        }
+    }
+
+    /// Chooses every entry's anchors again, passing over the leading words `common`
+    /// holds where an entry has another.
+    pub(crate) fn choose_anchors(&mut self, common: impl Fn(&str) -> bool) {
+        for e in &mut self.entries {
+            e.choose_anchors(&self.pieces, &common);
         }
     }
 
