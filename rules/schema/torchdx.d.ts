@@ -407,6 +407,12 @@ export interface CaseSpec {
    */
   prevent: string | null;
   /**
+   * Overrides the rule's `teardown` for this evidence (a worker's SIGABRT is the NCCL
+   * watchdog taking the process down when the log shows the watchdog's timeout: no
+   * cascade to follow).
+   */
+  teardown: boolean | null;
+  /**
    * Overrides the rule's title.
    */
   title: string | null;

@@ -273,15 +273,15 @@ fn fallback_draft(
 ) -> Draft {
     scrub(&mut ev);
     let ctx = Bind { pack, rule, frames, log, rank, location: inc.location, role_op: None };
-    let (finding, collateral) = bind(&ctx, ev);
+    let (finding, case) = bind(&ctx, ev);
     let key = dedupe_key(&finding);
     let per_rank = per_rank_of(&finding);
     Draft {
         finding,
-        collateral: collateral.unwrap_or(rule.spec.collateral),
+        collateral: case.collateral.unwrap_or(rule.spec.collateral),
         recognized: false,
         launcher: rule.spec.launcher_summary,
-        teardown: rule.spec.teardown,
+        teardown: case.teardown.unwrap_or(rule.spec.teardown),
         handled: inc.handled,
         ts: inc.ts,
         per_rank,
@@ -316,7 +316,14 @@ fn merge_captures(into: &mut Event, from: &Event) {
 }
 
 /// A finding bound once per repeated failure, with the collateral verdict of its case.
-type Bound = (Finding, Option<bool>);
+type Bound = (Finding, CaseRole);
+
+/// What the chosen `[[case]]` says of the finding's role, over the rule's defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct CaseRole {
+    collateral: Option<bool>,
+    teardown: Option<bool>,
+}
 
 /// What a rule's text is bound to: the finding's evidence and where it stands.
 struct Bind<'a> {
@@ -358,7 +365,7 @@ fn from_event(
     // Read before the cache: a merged report keeps the first rank's evidence.
     let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
     let place = place_of(&ev);
-    let (mut finding, case_collateral) = match cache.get(&key) {
+    let (mut finding, case) = match cache.get(&key) {
         Some(b) => b.clone(),
         None => {
             let role_op = rule.spec.matches[e.template].role_op.as_deref();
@@ -370,13 +377,12 @@ fn from_event(
     };
     finding.rank = rank;
     finding.location = inc.location;
-    let per_rank =
-        rank.map(|rank| RankReport { rank, place, progress, line: inc.location.line }).into_iter().collect();
+    let per_rank = rank.map(|rank| RankReport { rank, place, progress, line: inc.location.line }).into_iter().collect();
     Draft {
-        collateral: case_collateral.unwrap_or(rule.spec.collateral),
+        collateral: case.collateral.unwrap_or(rule.spec.collateral),
         recognized: true,
         launcher: rule.spec.launcher_summary,
-        teardown: rule.spec.teardown,
+        teardown: case.teardown.unwrap_or(rule.spec.teardown),
         handled: inc.handled,
         ts: inc.ts,
         per_rank,
@@ -645,5 +651,5 @@ fn bind(b: &Bind<'_>, mut ev: Evidence) -> Bound {
         related: rule.spec.related.clone(),
         trace: Trace { case: case.map(|c| c.name.clone()), culprit_case: decision.map(|d| d.name.clone()) },
     };
-    (finding, case.and_then(|c| c.collateral))
+    (finding, CaseRole { collateral: case.and_then(|c| c.collateral), teardown: case.and_then(|c| c.teardown) })
 }

@@ -499,12 +499,7 @@ mod tests {
         Draft {
             per_rank: x
                 .rank
-                .map(|rank| RankReport {
-                    rank,
-                    place: x.frame.map(str::to_string),
-                    progress: x.progress,
-                    line: x.line,
-                })
+                .map(|rank| RankReport { rank, place: x.frame.map(str::to_string), progress: x.progress, line: x.line })
                 .into_iter()
                 .collect(),
             finding,

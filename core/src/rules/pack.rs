@@ -513,7 +513,8 @@ pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec, families: &[FamilySpec]
         templates.push(t);
     }
     if let Some(k) = &spec.progress {
-        let counts = |t: &Template| t.capture_specs().into_iter().any(|(n, kind, list)| n == k && kind == Kind::Int && !list);
+        let counts =
+            |t: &Template| t.capture_specs().into_iter().any(|(n, kind, list)| n == k && kind == Kind::Int && !list);
         if !templates.iter().any(counts) {
             return Err(err(
                 Code::Placeholder,

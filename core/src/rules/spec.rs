@@ -167,6 +167,10 @@ pub struct CaseSpec {
     /// Overrides the rule's `collateral` for this evidence (an OOM with a garbage size
     /// is the echo of a hang, not a failure of its own).
     pub collateral: Option<bool>,
+    /// Overrides the rule's `teardown` for this evidence (a worker's SIGABRT is the NCCL
+    /// watchdog taking the process down when the log shows the watchdog's timeout: no
+    /// cascade to follow).
+    pub teardown: Option<bool>,
 }
 
 /// A `[[culprit_case]]`: one named, ordered culprit decision of a rule that declares
@@ -571,6 +575,7 @@ pub const CASE_KEYS: &[&str] = &[
     "confidence",
     "culprit",
     "collateral",
+    "teardown",
 ];
 /// The canonical order of an `[[example]]`'s keys.
 pub const EXAMPLE_KEYS: &[&str] = &["name", "expect", "case", "todo", "source", "log", "evidence", "culprit_kind"];
