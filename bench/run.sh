@@ -38,22 +38,47 @@ measure() {
 }
 ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"inf\" }"; }
 
-printf '\n%-8s %10s %10s %12s %12s %10s %10s\n' size cat_s rg_s torchdx_s torchdx/rg torchdx/cat rss_MB
+# The six distinctive literals issue 20 measures against: where a literal-grep-fast scan is.
+printf '%s\n' 'Traceback (most recent call last)' 'Error' 'Watchdog caught' 'ChildFailedError' \
+  'CUDA out of memory' 'Expected all tensors' > "$OUT/six.txt"
+# BASELINE=path/to/an/older/torchdx adds its column: ratios against the code before a change.
+BASELINE=${BASELINE:-}
+printf '\n%-8s %8s %8s %8s %8s %10s %9s %9s %9s %8s\n' size wc_s cat_s rg_s rg6_s torchdx_s /wc /rg /rg6 rss_MB
 declare -A TD
 for mb in $SIZES; do
   f="$OUT/gen-$mb.log"
   [ -s "$f" ] || target/release/gen-log "$mb" 64 42 > "$f"
+  read -r ws _ < <(measure wc -l "$f")
   read -r cs _ < <(measure cat "$f")
   read -r rs _ < <(measure rg -F -c -f "$OUT/literals.txt" "$f")
+  read -r r6 _ < <(measure rg -F -c -f "$OUT/six.txt" "$f")
   read -r ts tm < <(measure $BIN diagnose --format json "$f")
   TD[$mb]=$ts
-  printf '%-8s %10s %10s %12s %12s %10s %10s\n' "${mb}MB" "$cs" "$rs" "$ts" "$(ratio "$ts" "$rs")" "$(ratio "$ts" "$cs")" "$((tm / 1024))"
+  printf '%-8s %8s %8s %8s %8s %10s %9s %9s %9s %8s\n' "${mb}MB" "$ws" "$cs" "$rs" "$r6" "$ts" \
+    "$(ratio "$ts" "$ws")" "$(ratio "$ts" "$rs")" "$(ratio "$ts" "$r6")" "$((tm / 1024))"
+  if [ -n "$BASELINE" ]; then
+    read -r bs bm < <(measure "$BASELINE" diagnose --format json "$f")
+    printf '%-8s baseline %s: %ss, %s MB; this build is %sx faster\n' "${mb}MB" "$BASELINE" "$bs" "$((bm / 1024))" "$(ratio "$bs" "$ts")"
+  fi
 done
 set -- $SIZES
 if [ $# -ge 2 ]; then
   a=$1; b=${!#}
   echo "growth: ${b}MB/${a}MB time ratio $(ratio "${TD[$b]}" "${TD[$a]}") for a size ratio of $(ratio "$b" "$a") (linear = equal)"
 fi
+
+# A log folder: the first size's log split into one file per rank (64 files), read on
+# one thread and on every core.
+first=${SIZES%% *}
+dir="$OUT/folder-$first"
+if [ ! -d "$dir" ]; then
+  mkdir -p "$dir"
+  awk -v d="$dir" 'match($0, /^\[rank[0-9]+\]:/) { r = substr($0, 6, RLENGTH - 7); print substr($0, RLENGTH + 1) > (d "/rank-" r ".log"); next }
+                   { print > (d "/launcher.log") }' "$OUT/gen-$first.log"
+fi
+read -r f1 _ < <(measure $BIN diagnose --format json -j 1 "$dir")
+read -r fn fm < <(measure $BIN diagnose --format json "$dir")
+echo "folder of $(ls "$dir" | wc -l) files (${first} MB): 1 thread ${f1}s, $(nproc) threads ${fn}s (ratio $(ratio "$fn" "$f1")), peak RSS $((fm / 1024)) MB"
 
 echo; echo "adversarial inputs (seconds, peak RSS MB):"
 python3 - "$OUT" <<'PY'

@@ -9,8 +9,12 @@
 //! console, and the last attempt is read (earlier attempts were restarted; their failure
 //! is history). A worker that left an `error.json` (the `@record` error file) but no
 //! traceback in its `stderr.log` contributes the file's traceback. Other files in a folder
-//! (`*.log`, `*.txt`, `*.out`, `*.err`, compressed or not) are read as they are, one
-//! after another in name order.
+//! (`*.log`, `*.txt`, `*.out`, `*.err`, compressed or not) are read as they are, in
+//! name order; one named for a rank (`rank-3.log`, `train.rank3.err`) gets `[rank3]:`.
+//!
+//! Several files and folders are one run. Every file is its own stream, read on a
+//! thread of its own (as many threads as cores), and the engine merges the streams in
+//! order ([`Engine::diagnose_parts`]): the report is the same whatever the thread count.
 //!
 //! Symbolic links are not followed, and the walk stops at depth 6: a folder is data a
 //! job wrote, not a tree to explore.
@@ -19,7 +23,7 @@ use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use torchdx_core::{Diagnoser, Engine, Report};
+use torchdx_core::{Diagnoser, Engine, Part, Report};
 
 /// Read size: 1 MiB reads are few syscalls and stay in cache while they are scanned
 /// (8 MiB measured 3% slower on a 128 MB log, with 8 MB more peak RSS).
@@ -28,11 +32,30 @@ pub(crate) const CHUNK: usize = 1024 * 1024;
 /// How deep a log folder is walked.
 const MAX_DEPTH: usize = 6;
 
-/// A file of a log folder and the local rank its path names, if any.
+/// A file of a run and the rank its path names, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Member {
     path: PathBuf,
-    local_rank: Option<u32>,
+    label: Option<Label>,
+}
+
+/// The rank a file's path gives its lines, as the prefix a console would print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    /// A torchrun worker's folder (`attempt_0/3/`): a local rank, `[default3]:` as
+    /// torchrun's `--tee` prints it.
+    Local(u32),
+    /// A file named for a rank (`rank-3.log`, `train.rank3.err`): `[rank3]:`.
+    Global(u32),
+}
+
+impl Label {
+    fn prefix(self) -> String {
+        match self {
+            Label::Local(r) => format!("[default{r}]:"),
+            Label::Global(r) => format!("[rank{r}]:"),
+        }
+    }
 }
 
 /// Opens a file for reading, decompressing `.gz` and `.zst` by their magic bytes (a
@@ -83,79 +106,180 @@ pub fn feed_all(d: &mut Diagnoser<'_>, r: &mut dyn Read, mut progress: impl FnMu
 
 /// Diagnoses a file or a log folder. Errors name the path.
 pub fn diagnose_path(engine: &Engine, path: &Path) -> Result<Report, String> {
-    let fail = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
     if path.is_dir() {
-        let members = folder_members(path).map_err(|e| fail(path, e))?;
-        if members.is_empty() {
-            return Err(format!(
-                "{}: no log files in this folder (*.log, *.txt, *.out, *.err, error.json)",
-                path.display()
-            ));
-        }
-        let mut d = engine.stream();
-        for m in &members {
-            feed_member(&mut d, m).map_err(|e| fail(&m.path, e))?;
-        }
-        return Ok(d.finish());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return diagnose_paths(engine, std::slice::from_ref(&path.to_path_buf()), threads);
     }
+    let fail = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
     let mut r = open(path).map_err(|e| fail(path, e))?;
     let mut d = engine.stream();
     feed_all(&mut d, &mut r, |_| {}).map_err(|e| fail(path, e))?;
     Ok(d.finish())
 }
 
-/// Feeds one member, each line under its worker's `[default<N>]:` prefix.
+/// Diagnoses files and log folders as one run: every file is its own stream, read on
+/// one of `threads` threads, and the engine merges the streams in the order of the
+/// arguments (a folder's files in [`folder_members`] order). Errors name the path.
+pub fn diagnose_paths(engine: &Engine, paths: &[PathBuf], threads: usize) -> Result<Report, String> {
+    let mut members = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let found = folder_members(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            if found.is_empty() {
+                return Err(format!(
+                    "{}: no log files in this folder (*.log, *.txt, *.out, *.err, error.json)",
+                    p.display()
+                ));
+            }
+            members.extend(found);
+        } else {
+            members.push(Member { path: p.clone(), label: rank_of_name(p).map(Label::Global) });
+        }
+    }
+    read_parallel(engine, &members, threads)
+}
+
+/// Reads `members` on up to `threads` threads, each file its own stream, and merges
+/// their parts in order as they arrive (a part waits only for those before it), so the
+/// memory held is the engine's bound per file being read or waiting.
+fn read_parallel(engine: &Engine, members: &[Member], threads: usize) -> Result<Report, String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Part, String>)>();
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, members.len().max(1)) {
+            let tx = tx.clone();
+            let next = &next;
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(m) = members.get(i) else { break };
+                let mut d = engine.stream();
+                let part =
+                    feed_member(&mut d, m).map(|()| d.into_part()).map_err(|e| format!("{}: {e}", m.path.display()));
+                let failed = part.is_err();
+                if tx.send((i, part)).is_err() || failed {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut error = None;
+        let mut want = 0;
+        let parts = std::iter::from_fn(|| loop {
+            if let Some(p) = waiting.remove(&want) {
+                want += 1;
+                return Some(p);
+            }
+            match rx.recv() {
+                Ok((i, Ok(p))) => {
+                    waiting.insert(i, p);
+                }
+                Ok((_, Err(e))) => {
+                    error.get_or_insert(e);
+                    // The others stop at their next file.
+                    next.store(members.len(), Ordering::Relaxed);
+                    return None;
+                }
+                // Every reader is done; a part missing here means a reader panicked.
+                Err(_) => {
+                    if want < members.len() {
+                        error.get_or_insert_with(|| format!("{}: could not be read", members[want].path.display()));
+                    }
+                    return None;
+                }
+            }
+        });
+        let report = engine.diagnose_parts(parts);
+        match error {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    })
+}
+
+/// The rank a file's name gives: `rank` then digits (`rank-3.log`, `rank_03.err`,
+/// `train.rank3.out`), not inside a longer word (`frank3.log` names none), once.
+fn rank_of_name(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let b = name.as_bytes();
+    let mut found = None;
+    for (at, _) in name.match_indices("rank") {
+        if at > 0 && b[at - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let mut i = at + 4;
+        if matches!(b.get(i), Some(b'-' | b'_' | b'.')) {
+            i += 1;
+        }
+        let digits = b[i.min(b.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if !(1..=6).contains(&digits) || b.get(i + digits).is_some_and(|c| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let r: u32 = name[i..i + digits].parse().ok()?;
+        if found.is_some_and(|f| f != r) {
+            return None;
+        }
+        found = Some(r);
+    }
+    found
+}
+
+/// Feeds one member, each line under its rank's prefix when its path names one.
 fn feed_member(d: &mut Diagnoser<'_>, m: &Member) -> io::Result<()> {
     let is_error_file = m.path.file_name().is_some_and(|n| n == "error.json");
-    let Some(rank) = m.local_rank else {
+    let Some(label) = m.label else {
         let mut r = open(&m.path)?;
         feed_all(d, &mut r, |_| {})?;
         // A file that does not end its last line must not glue it to the next file's.
         d.feed(b"\n");
         return Ok(());
     };
-    let prefix = format!("[default{rank}]:");
+    let prefix = label.prefix();
     if is_error_file {
         let text = error_file_text(&m.path)?;
+        let mut out = Vec::with_capacity(text.len() + 64);
         for line in text.lines() {
-            d.feed(prefix.as_bytes());
-            d.feed(line.as_bytes());
-            d.feed(b"\n");
+            out.extend_from_slice(prefix.as_bytes());
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
         }
+        d.feed(&out);
         return Ok(());
     }
-    let mut r = BufReader::with_capacity(CHUNK, open(&m.path)?);
+    let mut r = open(&m.path)?;
+    let mut buf = vec![0u8; CHUNK];
+    // The prefixed copy of each read, fed at once: one scan per read, not per line.
+    let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
     let mut at_line_start = true;
     loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        if buf.is_empty() {
-            break;
-        }
-        let n = buf.len();
+        out.clear();
         let mut start = 0;
         // Prefix at every line start; lines stay whole whatever the read boundaries.
         while start < n {
             if at_line_start {
-                d.feed(prefix.as_bytes());
+                out.extend_from_slice(prefix.as_bytes());
                 at_line_start = false;
             }
-            match memchr::memchr(b'\n', &buf[start..]) {
+            match memchr::memchr(b'\n', &buf[start..n]) {
                 Some(k) => {
-                    d.feed(&buf[start..=start + k]);
+                    out.extend_from_slice(&buf[start..=start + k]);
                     start += k + 1;
                     at_line_start = true;
                 }
                 None => {
-                    d.feed(&buf[start..]);
+                    out.extend_from_slice(&buf[start..n]);
                     start = n;
                 }
             }
         }
-        r.consume(n);
+        d.feed(&out);
     }
     if !at_line_start {
         d.feed(b"\n");
@@ -207,8 +331,9 @@ fn folder_members(dir: &Path) -> io::Result<Vec<Member>> {
     let mut members: Vec<Member> = files
         .into_iter()
         .map(|path| {
-            let local_rank = attempt_of(&path).and_then(|_| path.parent()?.file_name()?.to_str()?.parse::<u32>().ok());
-            Member { path, local_rank }
+            let local = attempt_of(&path).and_then(|_| path.parent()?.file_name()?.to_str()?.parse::<u32>().ok());
+            let label = local.map(Label::Local).or_else(|| rank_of_name(&path).map(Label::Global));
+            Member { path, label }
         })
         .collect();
     // An error file is read only where the worker's stderr holds no traceback of its own
@@ -240,8 +365,13 @@ fn folder_members(dir: &Path) -> io::Result<Vec<Member>> {
         };
         !(error_file && told())
     });
-    // Workers first, by local rank (stderr before stdout within a worker), then the rest.
-    members.sort_by_key(|m| (m.local_rank.is_none(), m.local_rank, m.path.clone()));
+    // Workers first, by rank (stderr before stdout within a worker), then the rest.
+    members.sort_by_key(|m| {
+        let rank = m.label.map(|l| match l {
+            Label::Local(r) | Label::Global(r) => r,
+        });
+        (rank.is_none(), rank, m.path.clone())
+    });
     Ok(members)
 }
 
@@ -350,11 +480,64 @@ mod tests {
         write(&run.join("attempt_1/2/stderr.log"), TB);
         let m = folder_members(&d).unwrap();
         assert!(m.iter().all(|m| m.path.to_string_lossy().contains("attempt_1")), "{m:?}");
-        assert_eq!(m.iter().filter(|m| m.local_rank == Some(2)).count(), 2);
+        assert_eq!(m.iter().filter(|m| m.label == Some(Label::Local(2))).count(), 2);
         let r = diagnose_path(&Engine::builtin(), &d).unwrap();
         let p = r.primary().unwrap();
         assert_eq!(p.family, "device-mismatch");
         assert_eq!(p.rank, Some(2), "{}", r.to_text(false));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_file_named_for_a_rank_gives_its_lines_that_rank() {
+        let table: &[(&str, Option<u32>)] = &[
+            ("rank-3.log", Some(3)),
+            ("rank_03.err", Some(3)),
+            ("train.rank12.out", Some(12)),
+            ("RANK7.txt", Some(7)),
+            ("node1-rank5.log.gz", Some(5)),
+            ("frank3.log", None),
+            ("ranks.log", None),
+            ("rank-3-of-rank-4.log", None),
+            ("rank3x.log", None),
+            ("train.log", None),
+        ];
+        for (name, want) in table {
+            assert_eq!(rank_of_name(Path::new(name)), *want, "{name}");
+        }
+    }
+
+    /// A run's files read on any number of threads, and named as several arguments or
+    /// as their folder, give one and the same report.
+    #[test]
+    fn a_folder_of_per_rank_files_reads_alike_on_any_number_of_threads() {
+        let d = tmp("ranks");
+        let timeout = "[E1129 10:59:59.123456 4001 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n";
+        let mut paths = Vec::new();
+        for r in 0..6 {
+            let p = d.join(format!("rank-{r}.log"));
+            let mut text = "step 1 loss 2.0\n".repeat(2000);
+            text.push_str(&if r == 4 { TB.to_string() } else { timeout.replace("{r}", &r.to_string()) });
+            write(&p, &text);
+            paths.push(p);
+        }
+        let engine = Engine::builtin();
+        let mut members: Vec<Member> =
+            paths.iter().map(|p| Member { path: p.clone(), label: rank_of_name(p).map(Label::Global) }).collect();
+        members.sort_by_key(|m| m.path.clone());
+        let one = read_parallel(&engine, &members, 1).unwrap().to_json();
+        for threads in [2, 3, 8] {
+            assert_eq!(read_parallel(&engine, &members, threads).unwrap().to_json(), one, "{threads} threads");
+        }
+        let r = diagnose_paths(&engine, std::slice::from_ref(&d), 2).unwrap();
+        assert_eq!(r.to_json(), one);
+        assert_eq!(diagnose_paths(&engine, &paths, 2).unwrap().to_json(), one);
+        let p = r.primary().unwrap();
+        assert_eq!((p.family.as_str(), p.rank), ("device-mismatch", Some(4)), "{}", r.to_text(false));
+        assert_eq!(r.input.ranks, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(r.input.lines, 6 * 2001 + 3);
+        let missing = diagnose_paths(&engine, &[paths[0].clone(), d.join("absent.log")], 2).unwrap_err();
+        assert!(missing.contains("absent.log"), "{missing}");
         let _ = fs::remove_dir_all(&d);
     }
 

@@ -70,9 +70,10 @@ enum Color {
 enum Cmd {
     /// Diagnose a log file (or `-` for standard input).
     Diagnose {
-        /// The log (plain, .gz or .zst), a `torchrun --log-dir` folder, or `-` / nothing
-        /// for standard input.
-        file: Option<PathBuf>,
+        /// The log (plain, .gz or .zst), a `torchrun --log-dir` folder or any folder of
+        /// per-rank logs, or `-` / nothing for standard input. Several files and folders
+        /// are one run: read in parallel, each file its own stream.
+        files: Vec<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Add or override rules from this folder of rule files.
@@ -88,6 +89,10 @@ enum Cmd {
         /// report can be shared.
         #[arg(long)]
         redact: bool,
+        /// Threads reading the files of a folder or several files (default: one per
+        /// core). The report is the same for any number.
+        #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
     },
     /// Print the log with secrets and identities replaced by placeholders.
     Redact {
@@ -351,7 +356,6 @@ const PROGRESS_MIN: u64 = 64 * 1024 * 1024;
 /// stays bounded whatever the input size.
 fn diagnose_input(engine: &Engine, file: &Option<PathBuf>) -> Result<torchdx_core::Report, Fail> {
     let (mut reader, name, len): (Box<dyn Read>, String, Option<u64>) = match file {
-        Some(p) if p.is_dir() => return input::diagnose_path(engine, p).map_err(Fail),
         Some(p) if p.as_os_str() != "-" => {
             let len = fs::metadata(p).ok().map(|m| m.len());
             let f = input::open(p).map_err(|e| Fail(format!("{}: {e}", p.display())))?;
@@ -520,11 +524,15 @@ fn text_width() -> usize {
 
 fn run(cli: Cli) -> Result<ExitCode, Fail> {
     match cli.cmd {
-        Cmd::Diagnose { file, format: fmt, rules, color, width, redact } => {
+        Cmd::Diagnose { files, format: fmt, rules, color, width, redact, threads } => {
             let engine = engine_with(&rules)?;
+            let several = files.len() > 1 || files.iter().any(|p| p.is_dir());
+            let file = files.first().cloned();
             let report = if redact {
-                if file.as_deref().is_some_and(Path::is_dir) {
-                    return Err(Fail("--redact reads one log file or standard input, not a folder".into()));
+                if several {
+                    return Err(Fail(
+                        "--redact reads one log file or standard input, not a folder or several files".into(),
+                    ));
                 }
                 let mut d = engine.stream();
                 input::redact_stream(
@@ -536,6 +544,13 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
                     Fail,
                 )?;
                 d.finish()
+            } else if several {
+                if files.iter().any(|p| p.as_os_str() == "-") {
+                    return Err(Fail("standard input (`-`) cannot be read with other files".into()));
+                }
+                let threads =
+                    threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), usize::from);
+                input::diagnose_paths(&engine, &files, threads).map_err(Fail)?
             } else {
                 diagnose_input(&engine, &file)?
             };

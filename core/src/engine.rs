@@ -177,6 +177,32 @@ impl Engine {
         Window::new(self.prefilter.needles().len(), self.pack.continuations().to_vec(), self.limits)
     }
 
+    /// Diagnoses the streams of one run as one input: each was fed to its own
+    /// [`Diagnoser`] (the files of a log folder, in parallel if the caller likes) and
+    /// ended with [`Diagnoser::into_part`]. Their lines count on in the order given, as
+    /// if the streams were one text; a stream boundary is a gap in every rank's lines.
+    /// The same bound of kept bytes holds for the run as for one stream.
+    ///
+    /// ```
+    /// let engine = torchdx_core::Engine::builtin();
+    /// let mut a = engine.stream();
+    /// a.feed(b"[rank1]:RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+    /// let mut b = engine.stream();
+    /// b.feed(b"[rank0]:step 9 loss 0.31\n");
+    /// let report = engine.diagnose_parts(vec![a.into_part(), b.into_part()]);
+    /// assert_eq!(report.input.lines, 2);
+    /// assert_eq!(report.primary().and_then(|f| f.rank), Some(1));
+    /// ```
+    pub fn diagnose_parts(&self, parts: impl IntoIterator<Item = Part>) -> Report {
+        let mut parts = parts.into_iter();
+        let Some(first) = parts.next() else { return self.diagnose_bytes(b"") };
+        let mut r = first.retained;
+        for p in parts {
+            r.append(p.retained, self.limits.max_retained_bytes);
+        }
+        diagnose_retained(self, r)
+    }
+
     /// The literals the streaming scan searches for (anchors, structure, needles): what a
     /// `grep -F` baseline must search to do comparable work.
     pub fn scan_literals(&self) -> Vec<String> {
@@ -206,6 +232,21 @@ impl Diagnoser<'_> {
     pub fn finish(self) -> Report {
         finish(self.engine, self.window)
     }
+
+    /// Ends this stream without diagnosing it: one part of a run whose streams
+    /// [`Engine::diagnose_parts`] diagnoses together.
+    pub fn into_part(self) -> Part {
+        Part { retained: self.window.finish(&self.engine.scan()) }
+    }
+}
+
+/// One stream of a run, read and reduced to what its diagnosis needs (bounded by the
+/// engine's [`Limits`]), waiting to be diagnosed with the run's other streams by
+/// [`Engine::diagnose_parts`]. Made by [`Diagnoser::into_part`]; it can move to another
+/// thread.
+#[derive(Debug)]
+pub struct Part {
+    retained: crate::ingest::window::Retained,
 }
 
 /// A [`Diagnoser`] that shares its engine instead of borrowing it, for hosts whose
@@ -233,11 +274,19 @@ impl SharedDiagnoser {
     pub fn finish(self) -> Report {
         finish(&self.engine, self.window)
     }
+
+    /// Ends this stream without diagnosing it ([`Diagnoser::into_part`]).
+    pub fn into_part(self) -> Part {
+        Part { retained: self.window.finish(&self.engine.scan()) }
+    }
 }
 
 /// The diagnosis of what a window kept: grammars, rules, roles.
 fn finish(e: &Engine, window: Window) -> Report {
-    let mut r = window.finish(&e.scan());
+    diagnose_retained(e, window.finish(&e.scan()))
+}
+
+fn diagnose_retained(e: &Engine, mut r: crate::ingest::window::Retained) -> Report {
     for k in &r.kept {
         e.prefilter.mark_needles(&k.line.text, &mut r.seen);
     }
@@ -274,6 +323,7 @@ mod tests {
         both::<Engine>();
         both::<EngineBuilder>();
         both::<Diagnoser<'static>>();
+        both::<Part>();
         both::<Report>();
         both::<Pack>();
         both::<PackError>();
@@ -288,6 +338,31 @@ mod tests {
                 assert_eq!(h.join().unwrap(), want);
             }
         });
+    }
+
+    /// Per-rank files diagnosed as parts (in any chunking) report what the same lines
+    /// concatenated report: lines numbered on, ranks and needles of every part.
+    #[test]
+    fn parts_of_a_run_report_what_their_concatenation_reports() {
+        let engine = Engine::builtin();
+        let rank1 = "[rank1]:Traceback (most recent call last):\n[rank1]:  File \"train.py\", line 9, in <module>\n[rank1]:    loss = loss_fn(out, labels)\n[rank1]:RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!\n";
+        let rank0 = "[rank0]:step 1 loss 0.5\n[rank0]:[E1129 10:59:59.123456 4001 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n";
+        let whole = engine.diagnose(&format!("{rank0}{rank1}")).to_json();
+        for chunk in [1, 7, 4096] {
+            let parts: Vec<Part> = [rank0, rank1]
+                .iter()
+                .map(|text| {
+                    let mut d = engine.stream();
+                    for c in text.as_bytes().chunks(chunk) {
+                        d.feed(c);
+                    }
+                    d.into_part()
+                })
+                .collect();
+            assert_eq!(engine.diagnose_parts(parts).to_json(), whole, "chunks of {chunk} bytes");
+        }
+        let report = engine.diagnose_parts(Vec::new());
+        assert!(report.findings.is_empty() && report.input.lines == 0);
     }
 
     #[test]

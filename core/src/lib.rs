@@ -86,7 +86,7 @@ mod rules;
 
 #[cfg(feature = "builtin")]
 pub use engine::{builtin_pack, builtin_sources};
-pub use engine::{Diagnoser, Engine, EngineBuilder, SharedDiagnoser};
+pub use engine::{Diagnoser, Engine, EngineBuilder, Part, SharedDiagnoser};
 pub use ingest::window::Limits;
 #[cfg(feature = "schema")]
 pub use report::report_schema;

@@ -395,22 +395,59 @@ impl Window {
         self.kept_bytes += kept_size(&line);
         self.kept.push(Kept { line, seq });
         if self.kept_bytes > self.limits.max_retained_bytes {
-            // Over the bound, the middle goes: the head (a quarter of the bound: the
-            // earliest windows, where the first failure, usually the cause, is) stays,
-            // and so does the end (where the run died); the oldest half of what follows
-            // the head is evicted. The report counts what was dropped.
-            let quarter = self.limits.max_retained_bytes / 4;
-            let mut head = 0;
-            let mut head_bytes = 0;
-            while head < self.kept.len() && head_bytes + kept_size(&self.kept[head].line) <= quarter {
-                head_bytes += kept_size(&self.kept[head].line);
-                head += 1;
+            self.dropped += evict_middle(&mut self.kept, &mut self.kept_bytes, self.limits.max_retained_bytes);
+        }
+    }
+}
+
+/// Over the bound, the middle goes: the head (a quarter of the bound: the earliest
+/// windows, where the first failure, usually the cause, is) stays, and so does the end
+/// (where the run died); the oldest half of what follows the head is evicted. Returns
+/// how many lines went (the report counts them).
+fn evict_middle(kept: &mut Vec<Kept>, kept_bytes: &mut usize, bound: usize) -> u64 {
+    let quarter = bound / 4;
+    let mut head = 0;
+    let mut head_bytes = 0;
+    while head < kept.len() && head_bytes + kept_size(&kept[head].line) <= quarter {
+        head_bytes += kept_size(&kept[head].line);
+        head += 1;
+    }
+    let evict = (kept.len() - head).div_ceil(2);
+    let dropped: usize = kept[head..head + evict].iter().map(|k| kept_size(&k.line)).sum();
+    kept.drain(head..head + evict);
+    *kept_bytes -= dropped;
+    evict as u64
+}
+
+impl Retained {
+    /// Appends what the window over the next stream of the same run retained: its lines
+    /// numbered on after this one's (as if the streams were one text), a gap between the
+    /// two in every rank's stream, within the same bound of kept bytes.
+    pub(crate) fn append(&mut self, next: Retained, bound: usize) {
+        // Past the last kept line's index, and one more: a jump (a gap) in every stream.
+        let (lines, seqs) = (self.lines, self.kept.iter().map(|k| k.seq).max().map_or(0, |m| m + 2));
+        self.kept.extend(next.kept.into_iter().map(|mut k| {
+            k.line.no += lines;
+            k.seq += seqs;
+            k
+        }));
+        self.bytes += next.bytes;
+        self.lines += next.lines;
+        self.truncated += next.truncated;
+        self.dropped += next.dropped;
+        self.ranks.extend(next.ranks);
+        self.ranks.sort_unstable();
+        self.ranks.dedup();
+        for (s, n) in self.seen.iter_mut().zip(next.seen) {
+            *s |= n;
+        }
+        let mut bytes: usize = self.kept.iter().map(|k| kept_size(&k.line)).sum();
+        while bytes > bound && !self.kept.is_empty() {
+            let went = evict_middle(&mut self.kept, &mut bytes, bound);
+            self.dropped += went;
+            if went == 0 {
+                break;
             }
-            let evict = (self.kept.len() - head).div_ceil(2);
-            let dropped: usize = self.kept[head..head + evict].iter().map(|k| kept_size(&k.line)).sum();
-            self.kept.drain(head..head + evict);
-            self.kept_bytes -= dropped;
-            self.dropped += evict as u64;
         }
     }
 }
