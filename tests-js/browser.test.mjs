@@ -7,13 +7,18 @@
 //    the devices the other way round, `out`);
 //  - drops a multi-rank log (rank 1 fails first, rank 0 then times out in gloo) and checks
 //    the initiating rank shown is 1;
+//  - drops a four-rank torchrun log and checks the timeline picture: a lane per rank, the
+//    initiating mark on the initiating rank's lane, collateral marks linked to it, a mark
+//    that opens and highlights its finding's log lines; 64 ranks draw a capped number of
+//    lanes and name the rest;
 //  - drops a large log, which must go through the Web Worker with progress shown;
 //  - lists the rule catalog, loads an extra rule pack (and shows a broken one's error);
 //  - checks that no request leaves 127.0.0.1 (during or after load), with no page errors;
 //  - saves screenshots to target/screenshot.png (and target/screenshot-ranks.png);
 //  - stops its server after load, then diagnoses a 1.5 MB file in the worker (twice: a
 //    Cancel replaces the worker), with no request at all;
-//  - at 1280 and 390 px wide: no chip or evidence box overflows its card, evidence values
+//  - at 1280 and 390 px wide: no chip or evidence box overflows its card, the timeline
+//    picture stays in its card (scrolling inside its own box) at a readable scale, evidence values
 //    get at least 40% of the card, the result scrolls into view, a large file's displayed
 //    part is named, seven-digit line numbers clear the hit marker and the text; screenshots
 //    go to $TORCHDX_SCREENSHOTS (default: a new folder under the temp dir, printed).
@@ -167,6 +172,81 @@ async function dropFile(page, name, text) {
   }
 }
 
+/** The timeline picture as drawn: lanes (data-rank, "" for the unranked lane), marks,
+ *  columns (one per entry, by x), links (finding indices), the lane note. */
+function picture(page) {
+  return page.$eval(".timeline .tl-figure svg", (svg) => {
+    const lanes = [...svg.querySelectorAll(".tl-lane")];
+    const marks = [...svg.querySelectorAll(".tl-mark")].map((m) => ({
+      lane: m.dataset.lane,
+      kind: m.dataset.kind,
+      finding: Number(m.dataset.finding),
+      x: Number(m.querySelector(".tl-target").getAttribute("cx")),
+      y: Number(m.querySelector(".tl-target").getAttribute("cy")),
+      tag: m.querySelector(".tl-tag") ? m.querySelector(".tl-tag").textContent : null,
+    }));
+    const columns = [];
+    for (const m of marks) {
+      if (!columns.some((c) => c.x === m.x)) columns.push({ x: m.x, finding: m.finding });
+    }
+    columns.sort((a, b) => a.x - b.x);
+    const note = document.querySelector(".tl-note");
+    return {
+      lanes: lanes.map((l) => l.dataset.rank),
+      laneY: Object.fromEntries(lanes.map((l) => [l.dataset.rank, Number(l.querySelector(".tl-rail").getAttribute("y1"))])),
+      // A label on two lines is two tspans.
+      labels: lanes.map((l) => {
+        const label = l.querySelector(".tl-lane-label");
+        const parts = [...label.querySelectorAll("tspan")].map((t) => t.textContent);
+        return parts.length ? parts.join(" ") : label.textContent;
+      }),
+      initiatingLane: (svg.querySelector(".tl-lane.initiating") || { dataset: {} }).dataset.rank,
+      marks,
+      columns,
+      // The lane a mark is drawn on, by its position (not by what its attributes say).
+      initiating: marks.filter((m) => m.kind === "initiating").map(({ y, finding, tag }) => ({ lane: lanes.find((l) => Number(l.querySelector(".tl-rail").getAttribute("y1")) === y)?.dataset.rank, finding, tag })),
+      links: [...svg.querySelectorAll(".tl-link")].map((l) => ({ from: Number(l.dataset.from), to: Number(l.dataset.to) })),
+      note: note ? note.textContent : "",
+      hidden: note ? Number(note.dataset.hidden) : 0,
+      height: svg.getBoundingClientRect().height,
+    };
+  });
+}
+
+/** Waits until `selector`'s log line `line` is shown highlighted (a hit row) inside the
+ *  window and inside its scrolling excerpt. */
+async function inView(page, selector, line) {
+  await page.waitForFunction(
+    ([sel, n]) => {
+      const row = document.querySelector(`${sel} .ln.hit[data-line="${n}"]`);
+      if (!row || !row.checkVisibility()) return false;
+      const r = row.getBoundingClientRect();
+      const box = row.closest(".excerpt").getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= window.innerHeight && r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
+    },
+    [selector, line],
+    { timeout: 5_000 },
+  );
+}
+
+/** A 64-rank collapse: rank `bad` raises a real error, every other rank then times out
+ *  in the NCCL watchdog. */
+function sixtyFourRanks(bad) {
+  const lines = [];
+  lines.push(`[rank${bad}]: Traceback (most recent call last):`);
+  lines.push(`[rank${bad}]:   File "/home/user/project/train_ddp.py", line 74, in main`);
+  lines.push(`[rank${bad}]:     logits = head(features)`);
+  lines.push(`[rank${bad}]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x2048 and 512x10)`);
+  for (let r = 0; r < 64; r++) {
+    if (r === bad) continue;
+    const us = String(204817 + r * 37).padStart(9, "0");
+    lines.push(
+      `[rank${r}]:[E1129 10:26:41.${us} ProcessGroupNCCL.cpp:616] [Rank ${r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1204, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600046 milliseconds before timing out.`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
 describe("torchdx page in Chromium", () => {
   test("pasted device-mismatch log: the culprit shown is `labels`", { timeout: 90_000 }, async () => {
     const s = await openPage();
@@ -233,6 +313,111 @@ describe("torchdx page in Chromium", () => {
     assert.ok(collateral.length > 0, "collateral findings shown");
 
     await page.screenshot({ path: join(root, "target/screenshot-ranks.png"), fullPage: true });
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("timeline picture: a lane per rank, the initiating mark on its rank, collateral linked, marks open their log lines", { timeout: 90_000 }, async () => {
+    const s = await openPage({ width: 1280, height: 800 });
+    const { page } = s;
+    await dropFile(page, "four-ranks-torchrun.log", readFileSync(join(fixtures, "four-ranks-torchrun.log"), "utf8"));
+    await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
+    const report = await shownReport(page);
+    const shown = await picture(page);
+
+    // A lane per rank that reported (or is named by a finding), in rank order, then the
+    // launcher's lane for entries without a rank.
+    const ranks = new Set();
+    let unranked = false;
+    for (const t of report.timeline) {
+      const f = report.findings[t.finding];
+      const own = [...t.ranks, ...(f.ranks || []), ...(f.rank === null ? [] : [f.rank])];
+      own.forEach((r) => ranks.add(String(r)));
+      unranked ||= own.length === 0;
+    }
+    const expected = [...ranks].sort((a, b) => a - b).concat(unranked ? [""] : []);
+    assert.ok(ranks.size >= 3, `ranks in the timeline: ${[...ranks]}`);
+    assert.deepEqual(shown.lanes, expected, "lanes drawn");
+    assert.deepEqual(shown.labels, expected.map((r) => (r === "" ? "launcher / unranked" : `rank ${r}`)));
+
+    // One mark per entry and rank, in timeline order.
+    assert.equal(shown.columns.length, report.timeline.length, "a column per timeline entry");
+    shown.columns.forEach((c, k) => assert.equal(c.finding, report.timeline[k].finding, `column ${k}`));
+    assert.ok(shown.columns.every((c, k) => k === 0 || c.x > shown.columns[k - 1].x), "left to right in timeline order");
+
+    // The initiating mark: once, labelled, on the lane of the rank the card names.
+    const rank = await page.getAttribute("#initiating-rank", "data-rank");
+    assert.equal(rank, "2", "rank 2 ran out of memory before ranks 0 and 1 timed out");
+    assert.deepEqual(shown.initiating, [{ lane: rank, finding: report.initiating, tag: "initiating" }]);
+    assert.ok(shown.initiatingLane === rank, `the highlighted lane is ${shown.initiatingLane}`);
+
+    // Every collateral finding drawn is linked to the finding it is collateral of.
+    const collateral = report.findings.map((f, i) => [f, i]).filter(([f]) => f.role === "collateral").map(([, i]) => i);
+    assert.ok(collateral.length >= 2, `collateral findings: ${collateral}`);
+    for (const i of collateral) {
+      const links = shown.links.filter((l) => l.to === i);
+      assert.ok(links.length > 0, `finding ${i} (${report.findings[i].id}) has a link`);
+      assert.ok(links.every((l) => l.from === report.findings[i].collateral_of), `finding ${i} links to its cause`);
+    }
+    assert.ok(shown.links.every((l) => report.findings[l.to].role === "collateral"), "only collateral marks are linked");
+    // The watchdog timeouts of ranks 0 and 1 are collateral marks on their own lanes.
+    const timeout = report.findings.findIndex((f) => f.id === "nccl-watchdog-timeout");
+    assert.ok(timeout >= 0, report.findings.map((f) => f.id).join(", "));
+    const timeoutMarks = shown.marks.filter((m) => m.finding === timeout);
+    assert.deepEqual(timeoutMarks.map((m) => `${m.lane}:${m.kind}`), ["0:collateral", "1:collateral"]);
+    assert.deepEqual(timeoutMarks.map((m) => m.y), [shown.laneY["0"], shown.laneY["1"]], "drawn on the lanes of ranks 0 and 1");
+
+    // A mark's tooltip is its entry's text; clicking it unfolds that finding and brings its
+    // log lines into view, highlighted.
+    const entry = report.timeline.find((t) => t.finding === timeout);
+    assert.ok((await page.textContent(`.tl-hit[data-finding="${timeout}"] title`)).includes(entry.text));
+    const log = `#finding-${timeout}-log`;
+    assert.equal(await page.isVisible(log), false, "the timeout's lines are folded at first");
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.click(`.tl-hit[data-finding="${timeout}"] .tl-target`);
+    await inView(page, log, report.findings[timeout].location.line);
+    assert.ok(await page.$eval(log, (el) => el.classList.contains("spotlight")), "the lines followed to are highlighted");
+
+    // The initiating mark leads to the initiating finding's lines, which take the highlight.
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await page.click(`.tl-mark[data-kind="initiating"] .tl-target`);
+    const primary = `#finding-${report.initiating}-log`;
+    await inView(page, primary, report.findings[report.initiating].location.line);
+    assert.deepEqual(await page.$$eval(".spotlight", (els) => els.map((e) => e.id)), [primary.slice(1)]);
+
+    // The launcher's SIGTERMs are teardown, on the unranked lane; from the keyboard too,
+    // a mark leads to its lines.
+    const sigterm = report.findings.findIndex((f) => f.id === "launcher-sigterm");
+    assert.ok(sigterm >= 0);
+    assert.deepEqual(shown.marks.filter((m) => m.finding === sigterm).map((m) => `${m.lane}:${m.kind}`), [":teardown"]);
+    await page.focus(`.tl-hit[data-finding="${sigterm}"]`);
+    await page.keyboard.press("Enter");
+    await inView(page, `#finding-${sigterm}-log`, report.findings[sigterm].location.line);
+    assert.deepEqual(await page.$$eval(".spotlight", (els) => els.map((e) => e.id)), [`finding-${sigterm}-log`]);
+
+    await page.screenshot({ path: join(root, "target/screenshot-timeline.png"), fullPage: true });
+    assertLocalOnly(s.requests);
+    assert.deepEqual(s.errors, []);
+    await s.close();
+  });
+
+  test("timeline picture of 64 ranks: a capped number of lanes, the others counted", { timeout: 90_000 }, async () => {
+    const s = await openPage({ width: 1280, height: 800 });
+    const { page } = s;
+    await paste(page, sixtyFourRanks(41));
+    await page.waitForSelector("#result[data-state='done']", { timeout: 30_000 });
+    const report = await shownReport(page);
+    const shown = await picture(page);
+    const reported = new Set(report.timeline.flatMap((t) => [...t.ranks, ...(report.findings[t.finding].ranks || [])]));
+    assert.ok(reported.size >= 60, `${reported.size} ranks reported`);
+    const drawn = shown.lanes.filter((r) => r !== "");
+    assert.ok(drawn.length >= 4 && drawn.length <= 12, `${drawn.length} lanes drawn`);
+    assert.ok(drawn.includes("41"), "the initiating rank has its lane");
+    assert.deepEqual(shown.initiating.map((m) => m.lane), [await page.getAttribute("#initiating-rank", "data-rank")]);
+    assert.equal(shown.hidden, reported.size - drawn.length, "the note counts the ranks not drawn");
+    assert.match(shown.note, new RegExp(`^${reported.size - drawn.length} more ranks with reports not drawn`));
+    assert.ok(shown.height < 460, `picture ${shown.height} px tall`);
     assertLocalOnly(s.requests);
     assert.deepEqual(s.errors, []);
     await s.close();
@@ -367,7 +552,7 @@ function layoutProblems(page, { minValueShare }) {
       problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px wide in ${window.innerWidth}`);
     }
     const result = document.querySelector("#result");
-    const items = ".chip, .stat, .rank-badge, .rank-chip, .eyebrow > *, .meta > *, .culprit-meta > *, .evidence dt, .evidence dd, .evidence code, .finding code, .headline";
+    const items = ".chip, .stat, .rank-badge, .rank-chip, .eyebrow > *, .meta > *, .culprit-meta > *, .evidence dt, .evidence dd, .evidence code, .finding code, .headline, .tl-legend > *, .tl-note";
     let checked = 0;
     for (const el of result.querySelectorAll(items)) {
       if (el.closest(".excerpt, pre")) continue;
@@ -391,6 +576,28 @@ function layoutProblems(page, { minValueShare }) {
       if (share < minValueShare) {
         problems.push(`evidence value ${describe(dd)} is ${px(dd.getBoundingClientRect().width)} px, ${(100 * share).toFixed(0)}% of its card`);
       }
+    }
+    for (const timeline of result.querySelectorAll(".timeline")) {
+      const fig = timeline.querySelector(".tl-figure");
+      const svg = fig && fig.querySelector("svg");
+      if (!svg || !svg.querySelector(".tl-mark")) {
+        problems.push("a timeline without its picture");
+        continue;
+      }
+      const card = timeline.getBoundingClientRect();
+      const box = fig.getBoundingClientRect();
+      if (box.left < card.left - 0.5 || box.right > card.right + 0.5) {
+        problems.push(`timeline picture [${px(box.left)}, ${px(box.right)}] outside its card [${px(card.left)}, ${px(card.right)}]`);
+      }
+      // Wider than its box is allowed only when the box scrolls; shrunk below 4/5 its
+      // text is unreadable.
+      const drawn = svg.getBoundingClientRect();
+      const scale = drawn.width / svg.viewBox.baseVal.width;
+      if (scale < 0.79) problems.push(`timeline picture drawn at ${scale.toFixed(2)} of its size`);
+      if (drawn.width > fig.clientWidth + 1 && getComputedStyle(fig).overflowX !== "auto") {
+        problems.push(`timeline picture ${px(drawn.width)} px wide in a ${fig.clientWidth} px box that does not scroll`);
+      }
+      if (box.height > 520) problems.push(`timeline picture ${px(box.height)} px tall`);
     }
     for (const row of result.querySelectorAll(".excerpt .ln:not(.gap)")) {
       const no = row.querySelector(".no");
@@ -472,6 +679,24 @@ describe("the page keeps its promise", () => {
       let problems = await layoutProblems(page, { minValueShare: 0.4 });
       await page.screenshot({ path: join(SHOTS, `${name}-${width}-ranks.png`), fullPage: true });
       assert.deepEqual(problems, [], "multi-rank result");
+
+      // Four ranks under torchrun: a wider timeline picture.
+      await pasteAndWait(page, readFileSync(join(fixtures, "four-ranks-torchrun.log"), "utf8"));
+      assert.ok(await page.$(".timeline .tl-figure svg"), "the timeline picture is drawn");
+      problems = await layoutProblems(page, { minValueShare: 0.4 });
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}-four-ranks.png`), fullPage: true });
+      assert.deepEqual(problems, [], "four-rank result");
+
+      // Two attempts pasted together (a restart): eight entries, wider than a phone; the
+      // picture then scrolls inside its own box.
+      const twoRuns = ["multi-rank.log", "four-ranks-torchrun.log"].map((f) => readFileSync(join(fixtures, f), "utf8")).join("");
+      await pasteAndWait(page, twoRuns);
+      problems = await layoutProblems(page, { minValueShare: 0.4 });
+      await page.screenshot({ path: join(SHOTS, `${name}-${width}-two-runs.png`), fullPage: true });
+      assert.deepEqual(problems, [], "two-run result");
+      const [scrolls, independent] = await page.$eval(".tl-figure", (fig) => [fig.scrollWidth > fig.clientWidth + 1, !!fig.querySelector(".tl-mark.independent")]);
+      assert.equal(scrolls, width < 600, `the picture ${scrolls ? "scrolls" : "fits"} at ${width} px`);
+      assert.ok(independent, "the second run's failure is an independent mark");
 
       // A device mismatch: a long message in the evidence.
       await pasteAndWait(page, readFileSync(join(fixtures, "device-mismatch.log"), "utf8"));

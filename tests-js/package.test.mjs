@@ -88,3 +88,22 @@ test("pkg (web target) loads in Node through initSync", async () => {
   const report = web.diagnose(log);
   assert.equal(report.findings[report.initiating].rank, 1);
 });
+
+test("pkg-node streaming Diagnoser: any slicing gives diagnoseBytes' report; misuse throws", () => {
+  const dx = require(join(root, "wasm/pkg-node/torchdx_wasm.js"));
+  const bytes = new TextEncoder().encode(read("tests-js/fixtures/multi-rank.log"));
+  const whole = dx.diagnoseBytesJson(bytes);
+  assert.ok(JSON.parse(whole).findings.length > 0, "the fixture has findings");
+  for (const size of [1, 7, 4096, bytes.length]) {
+    const d = new dx.Diagnoser();
+    for (let at = 0; at < bytes.length; at += size) d.feed(bytes.subarray(at, at + size));
+    assert.equal(d.finishJson(), whole, `slices of ${size} bytes`);
+  }
+  const d = new dx.Diagnoser();
+  d.feed(bytes);
+  assert.deepEqual(d.finish(), JSON.parse(whole));
+  assert.throws(() => d.feed(bytes), /finished/);
+  assert.throws(() => d.finish(), /finished/);
+  assert.throws(() => new dx.Diagnoser().feed("a string"), /Uint8Array/);
+  assert.throws(() => new dx.Diagnoser({ rules: [{ name: "broken.toml", text: "id = \n" }] }), /broken\.toml:/);
+});

@@ -1,6 +1,7 @@
 //! torchdx for JavaScript: the diagnosis engine of `torchdx-core`, compiled to WebAssembly.
 //!
 //! Exports (JS names): `diagnose`, `diagnoseJson`, `diagnoseBytes`, `diagnoseBytesJson`,
+//! the streaming `Diagnoser` (`new Diagnoser(options)`, `feed(bytes)`, `finish()`),
 //! `explain`, `explainJson`, `explainMarkdown`, `rules`, `version`. They mirror the CLI:
 //! `diagnoseJson` is `torchdx diagnose --format json`, `explainJson` is
 //! `torchdx explain ID --format json`, `explainMarkdown` is `torchdx explain ID`.
@@ -33,11 +34,11 @@
 //! this boundary (options, rule summaries) are declared here.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use torchdx_core::authoring::docs::{explain_markdown, for_reader};
-use torchdx_core::{Confidence, Engine, Pack, Rule, RuleSource};
+use torchdx_core::{Confidence, Engine, Pack, Rule, RuleSource, SharedDiagnoser};
 use wasm_bindgen::prelude::*;
 
 // The report and rule-file types, generated from the JSON Schemas of core's types.
@@ -118,34 +119,34 @@ thread_local! {
     static BUILTIN_PACK: Result<Pack, String> = builtin_pack_json().and_then(|json| {
         Pack::from_precompiled_json(&json).ok_or_else(|| "torchdx_rules.js: not the built-in rule pack".to_string())
     });
-    static BUILTIN: Result<Rc<Engine>, String> = compile(&[]);
-    static EXTRA: RefCell<Option<(Vec<ExtraRuleFile>, Rc<Engine>)>> = const { RefCell::new(None) };
+    static BUILTIN: Result<Arc<Engine>, String> = compile(&[]);
+    static EXTRA: RefCell<Option<(Vec<ExtraRuleFile>, Arc<Engine>)>> = const { RefCell::new(None) };
 }
 
 /// The built-in pack plus `extra` (a rule with a built-in id replacing it): what
 /// `Engine::builtin()` and `Engine::with_extra` build natively.
-fn compile(extra: &[ExtraRuleFile]) -> Result<Rc<Engine>, String> {
+fn compile(extra: &[ExtraRuleFile]) -> Result<Arc<Engine>, String> {
     BUILTIN_PACK.with(|builtin| {
         let pack = builtin.as_ref().map_err(Clone::clone)?.clone();
         let sources: Vec<RuleSource<'_>> = extra.iter().map(|f| RuleSource { name: &f.name, text: &f.text }).collect();
         let pack = if sources.is_empty() { pack } else { pack.with(&sources).map_err(|e| e.to_string())? };
-        Ok(Rc::new(Engine::new(pack)))
+        Ok(Arc::new(Engine::new(pack)))
     })
 }
 
 /// The engine for these options: the builtin one, or builtin + extra rules (cached).
-pub fn engine_for(options: &DiagnoseOptions) -> Result<Rc<Engine>, String> {
+pub fn engine_for(options: &DiagnoseOptions) -> Result<Arc<Engine>, String> {
     if options.rules.is_empty() {
         return BUILTIN.with(Clone::clone);
     }
     EXTRA.with(|cache| {
         if let Some((files, engine)) = &*cache.borrow() {
             if *files == options.rules {
-                return Ok(Rc::clone(engine));
+                return Ok(Arc::clone(engine));
             }
         }
         let engine = compile(&options.rules)?;
-        *cache.borrow_mut() = Some((options.rules.clone(), Rc::clone(&engine)));
+        *cache.borrow_mut() = Some((options.rules.clone(), Arc::clone(&engine)));
         Ok(engine)
     })
 }
@@ -312,6 +313,49 @@ pub fn js_diagnose_bytes(bytes: &[u8], options: Option<JsOptions>) -> Result<JsV
 #[wasm_bindgen(js_name = diagnoseBytesJson)]
 pub fn js_diagnose_bytes_json(bytes: &[u8], options: Option<JsOptions>) -> Result<String, JsError> {
     diagnose_bytes_json_with(bytes, &options_from_js(options)?).map_err(js_err)
+}
+
+/// Incremental diagnosis of a log too large to hold in memory (a dropped file read in
+/// slices): `const d = new Diagnoser(options)`, `d.feed(bytes)` for each slice,
+/// `d.finish()` for the report. Memory stays within the engine's bounds whatever the
+/// log's size, and the report is the one `diagnoseBytes` gives for all the bytes at once,
+/// however they are sliced.
+#[wasm_bindgen(js_name = Diagnoser)]
+pub struct JsDiagnoser {
+    /// `None` once finished.
+    inner: Option<SharedDiagnoser>,
+}
+
+#[wasm_bindgen(js_class = Diagnoser)]
+impl JsDiagnoser {
+    /// Starts a diagnosis with the built-in pack, plus `options.rules`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: Option<JsOptions>) -> Result<JsDiagnoser, JsError> {
+        let engine = engine_for(&options_from_js(options)?).map_err(js_err)?;
+        Ok(JsDiagnoser { inner: Some(SharedDiagnoser::new(engine)) })
+    }
+
+    /// Feeds the next slice of the log (a `Uint8Array`; any size, cut anywhere).
+    pub fn feed(&mut self, #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue) -> Result<(), JsError> {
+        let bytes: js_sys::Uint8Array =
+            bytes.dyn_into().map_err(|_| JsError::new("feed: expected a Uint8Array (encode text with TextEncoder)"))?;
+        let d = self.inner.as_mut().ok_or_else(|| JsError::new("feed: this Diagnoser has finished"))?;
+        d.feed(&bytes.to_vec());
+        Ok(())
+    }
+
+    /// Ends the log: the report object of the `torchdx/report@1` contract.
+    #[wasm_bindgen(unchecked_return_type = "Report")]
+    pub fn finish(&mut self) -> Result<JsValue, JsError> {
+        parse(&self.finish_json()?)
+    }
+
+    /// `finish` as JSON text.
+    #[wasm_bindgen(js_name = finishJson)]
+    pub fn finish_json(&mut self) -> Result<String, JsError> {
+        let d = self.inner.take().ok_or_else(|| JsError::new("finish: this Diagnoser has finished"))?;
+        Ok(d.finish().to_json())
+    }
 }
 
 /// One rule as written in its file (the object `torchdx explain ID --format json`

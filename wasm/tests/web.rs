@@ -36,7 +36,7 @@ fn builtin_json_equals_core() {
 fn builtin_engine_is_cached() {
     let a = engine_for(&DiagnoseOptions::default()).unwrap();
     let b = engine_for(&DiagnoseOptions::default()).unwrap();
-    assert!(std::rc::Rc::ptr_eq(&a, &b));
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 // Everything is built with DOM calls; log text never goes through innerHTML.
 
 import { Engine, WORKER_THRESHOLD } from "./engine.js";
+import { drawLanes, geometry, laneLayout } from "./lanes.js";
 import { lastLinesStart, splitLines } from "./logview.js";
 import { SAMPLES } from "./samples.js";
 
@@ -39,6 +40,8 @@ let engine = null;
  *  (`{ lines, bytes }`: the end of the file in the text box). */
 let current = { text: "" };
 let runSeq = 0;
+/** Per rule id, whether it reports the job's teardown (see `isTeardown`). */
+const ruleFlags = new Map();
 
 // ------------------------------------------------------------------ DOM helpers
 
@@ -71,11 +74,17 @@ function formatBytes(n) {
 
 const plural = (n, word, many = `${word}s`) => `${n.toLocaleString("en")} ${n === 1 ? word : many}`;
 
+/** `0–3`, `0, 1, 5`, `11–40, 42–63`: runs of three or more ranks as a range. */
 function rankList(ranks) {
   if (!ranks || !ranks.length) return "";
-  const sorted = [...ranks].sort((a, b) => a - b);
-  const contiguous = sorted.every((r, i) => i === 0 || r === sorted[i - 1] + 1);
-  return contiguous && sorted.length > 2 ? `${sorted[0]}–${sorted[sorted.length - 1]}` : sorted.join(", ");
+  const sorted = [...new Set(ranks)].sort((a, b) => a - b);
+  const runs = [];
+  for (const r of sorted) {
+    const run = runs[runs.length - 1];
+    if (run && r === run[1] + 1) run[1] = r;
+    else runs.push([r, r]);
+  }
+  return runs.flatMap(([a, b]) => (b - a >= 2 ? [`${a}–${b}`] : a === b ? [String(a)] : [String(a), String(b)])).join(", ");
 }
 
 // ------------------------------------------------------------------ clipboard
@@ -352,6 +361,12 @@ function showProgress(p, size) {
     fill.classList.remove("indeterminate");
     fill.style.width = `${pct.toFixed(1)}%`;
     els.progressLabel.textContent = `Reading ${formatBytes(p.loaded || 0)} of ${formatBytes(p.total)}…`;
+  } else if (p.phase === "diagnose" && p.loaded !== undefined && p.total) {
+    // A file streamed through the worker: read and diagnosed together, slice by slice.
+    const pct = Math.min(100, (100 * p.loaded) / p.total);
+    fill.classList.remove("indeterminate");
+    fill.style.width = `${pct.toFixed(1)}%`;
+    els.progressLabel.textContent = `Diagnosing ${formatBytes(p.loaded)} of ${formatBytes(p.total)} in a background worker…`;
   } else if (p.phase === "diagnose") {
     fill.classList.add("indeterminate");
     fill.style.width = "";
@@ -416,6 +431,40 @@ function revealResult() {
   if (top >= 0 && top < window.innerHeight / 2) return;
   const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
   els.result.scrollIntoView({ block: "start", behavior: smooth ? "smooth" : "auto" });
+}
+
+// ------------------------------------------------------------------ links within the report
+
+// Links to a finding (`#finding-3`) or to its log lines (`#finding-3-log`): the marks
+// and the list of the timeline, the cards' line links. A fragment alone would land on a
+// folded finding's summary, its lines hidden; this opens it first.
+els.result.addEventListener("click", (event) => {
+  const a = event.target.closest("a[href^='#finding-']");
+  if (!a || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+  const target = document.getElementById(a.getAttribute("href").slice(1));
+  if (!target) return;
+  event.preventDefault();
+  showTarget(target);
+});
+
+/** The finding or log excerpt last followed to (it keeps a quiet outline). */
+let spotlit = null;
+
+/** Unfolds the findings around `target`, scrolls it (its highlighted log lines, when it
+ *  has them) into view, and marks it as the place just followed to. */
+function showTarget(target) {
+  for (let d = target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true;
+  // Log lines: the first highlighted one, centred; a finding: its top.
+  const line = target.classList.contains("log") && target.querySelector(".ln.hit");
+  const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  (line || target).scrollIntoView({ block: line ? "center" : "start", behavior: smooth ? "smooth" : "auto" });
+  if (spotlit) spotlit.classList.remove("spotlight");
+  void target.offsetWidth; // restarts the flash when the same place is followed again
+  target.classList.add("spotlight");
+  spotlit = target;
+  // Keyboard users land where they went (the excerpt scrolls with the arrow keys).
+  const box = target.querySelector(".excerpt");
+  if (box) box.focus({ preventScroll: true });
 }
 
 function showEmpty(note) {
@@ -489,7 +538,7 @@ function renderResult({ report, excerpts, ms, via }, fileName) {
       ),
     );
   } else {
-    if (report.timeline && report.timeline.length > 1) children.push(timeline(report, primaryIndex));
+    if (report.timeline && report.timeline.length > 1) children.push(timeline(report, primaryIndex, excerpts));
     children.push(findingCard(report, primaryIndex, excerpts[primaryIndex], { primary: true }));
     const collateral = findings.map((f, i) => [f, i]).filter(([f, i]) => i !== primaryIndex && f.role === "collateral");
     const independent = findings.map((f, i) => [f, i]).filter(([f, i]) => i !== primaryIndex && f.role !== "collateral");
@@ -543,11 +592,12 @@ function download(name, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-function timeline(report, primaryIndex) {
+function timeline(report, primaryIndex, excerpts) {
   return h(
     "section",
     { class: "timeline", "aria-label": "Timeline" },
     h("h3", {}, "What happened, in order"),
+    timelinePicture(report, primaryIndex, excerpts),
     h(
       "ol",
       {},
@@ -563,6 +613,62 @@ function timeline(report, primaryIndex) {
       }),
     ),
   );
+}
+
+/** The timeline drawn per rank (the list under it says the same in words): a lane per
+ *  rank, each mark a link to its finding's log lines. */
+function timelinePicture(report, primaryIndex, excerpts) {
+  const layout = laneLayout(report, primaryIndex, { isTeardown });
+  if (!layout.columns.some((c) => c.marks.length)) return null;
+  const svg = drawLanes(layout, { linkOf: (i) => (excerpts[i] ? `#finding-${i}-log` : `#finding-${i}`), caption: `Timeline by rank: ${plural(layout.lanes.length, "lane")}, one mark per report, in log order` });
+  // At most its natural size; below four fifths of it the text would be too small, and
+  // the figure scrolls sideways instead (style.css).
+  svg.style.setProperty("--tl-w", String(geometry(layout).width));
+  return h(
+    "figure",
+    { class: "tl-picture" },
+    h("div", { class: "tl-figure", role: "region", "aria-label": "Timeline by rank", tabindex: "0" }, svg),
+    h(
+      "figcaption",
+      {},
+      h(
+        "ul",
+        { class: "tl-legend", "aria-label": "Legend" },
+        h("li", { class: "tl-key initiating" }, "initiating"),
+        h("li", { class: "tl-key collateral" }, "collateral, arrow from its cause"),
+        h("li", { class: "tl-key teardown" }, "teardown"),
+        h("li", { class: "tl-key independent" }, "independent"),
+      ),
+      laneNote(layout),
+    ),
+  );
+}
+
+/** What the picture leaves out: ranks beyond the lanes drawn, ranks that reported nothing. */
+function laneNote(layout) {
+  const parts = [];
+  if (layout.hidden.length) {
+    parts.push(`${plural(layout.hidden.length, "more rank")} with reports not drawn (${layout.hidden.length > 1 ? "ranks" : "rank"} ${rankList(layout.hidden)}): the list below names them.`);
+  }
+  if (layout.silent.length) {
+    parts.push(`No lane for ${layout.silent.length > 1 ? "ranks" : "rank"} ${rankList(layout.silent)}: seen in the log, no failure reported.`);
+  }
+  return parts.length ? h("p", { class: "tl-note muted small", "data-hidden": layout.hidden.length }, parts.join(" ")) : null;
+}
+
+/** Whether a finding's rule reports the job's teardown (asked of the rule pack once
+ *  per rule; the report itself does not say). */
+function isTeardown(finding) {
+  if (!ruleFlags.has(finding.id)) {
+    let rule = null;
+    try {
+      rule = engine && engine.explain(finding.id);
+    } catch {
+      rule = null;
+    }
+    ruleFlags.set(finding.id, !!(rule && rule.teardown));
+  }
+  return ruleFlags.get(finding.id);
 }
 
 function confidenceChip(c) {
@@ -881,6 +987,7 @@ els.rulesInput.addEventListener("change", async () => {
   const sources = await Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
   try {
     const list = engine.setExtraRules(sources);
+    ruleFlags.clear();
     els.rulesError.hidden = true;
     els.rulesState.textContent = `· ${plural(sources.length, "file")} loaded, ${plural(list.length, "rule")} in total`;
     els.rulesClear.hidden = false;
@@ -893,6 +1000,7 @@ els.rulesInput.addEventListener("change", async () => {
 });
 els.rulesClear.addEventListener("click", () => {
   engine.setExtraRules([]);
+  ruleFlags.clear();
   els.rulesState.textContent = "";
   els.rulesClear.hidden = true;
   els.rulesError.hidden = true;

@@ -66,7 +66,7 @@ function excerptFor(lines, finding, { context, fullUpTo, head, tail }) {
     for (let n = lo; n < first + head; n++) wanted.add(n);
     for (let n = last - tail + 1; n <= hi; n++) wanted.add(n);
     for (let n = first + head; n <= last - tail; n++) {
-      if (isKey(displayLine(lines[n - 1]))) {
+      if (isKey(displayLine(lines[n - 1] ?? ""))) {
         wanted.add(n);
         if (n + 1 <= last) wanted.add(n + 1); // the code line under a frame
       }
@@ -80,7 +80,8 @@ function excerptFor(lines, finding, { context, fullUpTo, head, tail }) {
   let prev = lo - 1;
   for (const n of [...wanted].sort((a, b) => a - b)) {
     if (n > prev + 1) rows.push({ gap: n - prev - 1 });
-    const text = displayLine(lines[n - 1]);
+    // `lines` may be sparse (a large file's worker keeps only the lines shown).
+    const text = displayLine(lines[n - 1] ?? "");
     const hit = n >= first && n <= last;
     rows.push({ n, text, hit, key: hit && isKey(text) });
     prev = n;
