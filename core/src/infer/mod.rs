@@ -28,8 +28,11 @@ use crate::rules::pack::{Pack, Rule};
 use crate::rules::spec::{CaseSpec, CulpritCase, CulpritSpec};
 use crate::rules::text::{self, Context};
 
+mod admit;
 pub(crate) mod facts;
 mod roles;
+
+use admit::{Admit, Verdict};
 
 pub(crate) use roles::{roles, Run};
 
@@ -67,19 +70,12 @@ pub(crate) struct RankReport {
     pub line: u64,
 }
 
-/// Builds one draft per event (one per traceback chain) and one per chain no rule knows.
-/// Loose reports (outside a traceback) one rule makes in one stream before the rest are
-/// only counted (`similar_omitted`, `similar_last_line` on the last kept one).
-const MAX_LOOSE_PER_RULE: usize = 32;
-/// Loose reports one rule makes in all streams together before the rest are only
-/// counted: 1,000 ranks each printing 20 distinct lines of one rule are at most this many
-/// findings, the last of them carrying the count, the last line and the ranks omitted.
-const MAX_LOOSE_PER_RULE_TOTAL: usize = 256;
-
+/// Builds one draft per event (one per traceback chain) and one per chain no rule knows,
+/// within the bounds of [`admit`] (a rule's distinct messages and a key's reports).
 pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) -> Vec<Draft> {
-    let mut drafts = Vec::new();
+    let mut admit = Admit::default();
     let mut cache: BTreeMap<String, Bound> = BTreeMap::new();
-    let mut chosen: Vec<BTreeMap<usize, Event>> = Vec::new();
+    let mut chosen: Vec<Chosen> = Vec::new();
     let mut loose: Vec<(usize, Event)> = Vec::new();
     for (si, s) in streams.iter().enumerate() {
         // One event per traceback chain: the best by priority, then the earliest.
@@ -110,7 +106,7 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
                 }
             }
         }
-        chosen.push(best_per_chain);
+        chosen.push(Chosen::new(s, best_per_chain));
     }
     // A loose line of the same failure outside the traceback (a CUDA assertion line,
     // the launcher's `failed (exitcode ...)`) joins it: in its own stream first, else,
@@ -118,191 +114,243 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     // traceback by a rule that knows more (a kernel's `Xid 79` after `unspecified launch
     // failure`, inductor's warning naming the resource after `BackendCompilerFailed`)
     // takes the traceback over. A later exception of the same rule, printed with its own
-    // class away from the traceback, is a failure of its own.
+    // class away from the traceback, is a failure of its own. Every lookup is by rule
+    // and by line, never a pass over every chain (20,000 loose lines beside 20,000
+    // tracebacks were 400 million checks).
+    let rules = pack.rules();
     let mut unmerged: Vec<(usize, Event)> = Vec::new();
-    let mut omitted: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
-    let mut kept: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let mut kept_total: BTreeMap<usize, usize> = BTreeMap::new();
-    // Per rule, past the total cap: how many, the last line number, the ranks.
-    let mut omitted_total: BTreeMap<usize, (u64, u64, BTreeSet<u32>)> = BTreeMap::new();
     for (si, e) in loose {
-        let s = &streams[si];
-        let near = |b: &Event| b.tb.is_some_and(|t| adjacent(s, s.tracebacks[t].chain, e.first));
-        let after = |b: &Event| b.tb.is_some_and(|t| after_start(s, s.tracebacks[t].chain, e.first));
-        let own_class = s.lines.get(e.first).is_some_and(|l| {
-            let col = e.m.start.saturating_sub(s.line_start(e.first)).min(l.text.len());
+        let own_class = streams[si].lines.get(e.first).is_some_and(|l| {
+            let col = e.m.start.saturating_sub(streams[si].line_start(e.first)).min(l.text.len());
             let col = (0..=col).rev().find(|&c| l.text.is_char_boundary(c)).unwrap_or(0);
             raised::last_class(&l.text[..col], &pack.ingest().exception_classes).is_some()
         });
-        if let Some(b) = chosen[si].values_mut().find(|b| b.rule == e.rule && (!own_class || near(b))) {
+        let c = &mut chosen[si];
+        let same_rule = if own_class { c.near_of_rule(e.rule, e.first) } else { c.first_of_rule(e.rule) };
+        if let Some(b) = same_rule.and_then(|chain| c.events.get_mut(&chain)) {
             merge_captures(b, &e);
             continue;
         }
-        let rules = pack.rules();
         let knows_more = |b: &Event| {
             let (lr, cr) = (&rules[e.rule], &rules[b.rule]);
             lr.spec.priority > cr.spec.priority
                 && (lr.family() == cr.family() || lr.spec.related.iter().any(|r| r == cr.id()))
         };
-        if let Some(b) = chosen[si].values_mut().find(|b| near(b) && after(b) && knows_more(b)) {
+        if let Some(chain) =
+            c.near(e.first).into_iter().find(|&ch| c.starts_before(ch, e.first) && knows_more(&c.events[&ch]))
+        {
+            let b = &c.events[&chain];
             let mut over = e.clone();
             over.tb = b.tb;
             merge_captures(&mut over, b);
-            *b = over;
+            c.replace(chain, over);
             continue;
         }
         if streams[si].rank.is_none() && !own_class {
-            if let Some(b) = chosen.iter_mut().flat_map(|m| m.values_mut()).find(|b| b.rule == e.rule) {
+            if let Some(b) =
+                chosen.iter_mut().find_map(|c| c.first_of_rule(e.rule).and_then(|ch| c.events.get_mut(&ch)))
+            {
                 merge_captures(b, &e);
                 continue;
             }
         }
         // One launcher report spans its lines (the agent's `failed (exitcode ...)` line,
         // its summary below): its loose pieces in one stream are one finding.
-        let launcher = rules[e.rule].spec.launcher_summary;
-        if let Some((_, b)) = unmerged
-            .iter_mut()
-            .find(|(sj, b)| *sj == si && launcher && b.rule == e.rule && e.first.abs_diff(b.last) <= 64)
-        {
-            merge_captures(b, &e);
-            b.last = b.last.max(e.last);
-            continue;
-        }
-        // Output amplification: a log of 20,000 distinct `cuDNN error: X...` lines must
-        // not become 20,000 findings (an 85 MB report, quadratic grouping). Past the cap,
-        // a rule's further loose reports in a stream are counted on its last kept one.
-        let same = kept.entry((si, e.rule)).or_insert(0);
-        if *same >= MAX_LOOSE_PER_RULE {
-            let o = omitted.entry((si, e.rule)).or_insert((0, e.first));
-            o.0 += 1;
-            o.1 = e.first;
-            continue;
-        }
-        let total = kept_total.entry(e.rule).or_insert(0);
-        if *total >= MAX_LOOSE_PER_RULE_TOTAL {
-            let o = omitted_total.entry(e.rule).or_insert((0, 0, BTreeSet::new()));
-            o.0 += 1;
-            o.1 = o.1.max(streams[si].lines.get(e.first).map_or(0, |l| l.no));
-            o.2.extend(streams[si].rank);
-            continue;
-        }
-        *same += 1;
-        *total += 1;
-        unmerged.push((si, e));
-    }
-    for (si, m) in chosen.iter().enumerate() {
-        for e in m.values() {
-            drafts.push(from_event(pack, &streams[si], e, log, &mut cache));
-        }
-    }
-    let last_kept: BTreeMap<(usize, usize), usize> =
-        unmerged.iter().enumerate().map(|(k, (si, e))| ((*si, e.rule), k)).collect();
-    let last_per_rule: BTreeMap<usize, usize> = unmerged.iter().enumerate().map(|(k, (_, e))| (e.rule, k)).collect();
-    for (k, (si, e)) in unmerged.iter().enumerate() {
-        let mut d = from_event(pack, &streams[*si], e, log, &mut cache);
-        let last_of_rule = last_kept.get(&(*si, e.rule)) == Some(&k);
-        if let Some(&(n, last)) = omitted.get(&(*si, e.rule)).filter(|_| last_of_rule) {
-            let line = streams[*si].lines.get(last).map(|l| l.no);
-            d.finding.evidence.insert("similar_omitted", Value::from(n));
-            if let Some(line) = line {
-                d.finding.evidence.insert("similar_last_line", Value::from(line));
-            }
-        }
-        if let Some((n, line, ranks)) = omitted_total.get(&e.rule).filter(|_| last_per_rule.get(&e.rule) == Some(&k)) {
-            let before = d.finding.evidence.extra.get("similar_omitted").and_then(Value::as_u64).unwrap_or(0);
-            d.finding.evidence.insert("similar_omitted", Value::from(before + n));
-            let last = d.finding.evidence.extra.get("similar_last_line").and_then(Value::as_u64).unwrap_or(0);
-            d.finding.evidence.insert("similar_last_line", Value::from(last.max(*line)));
-            if !ranks.is_empty() {
-                let ranks: Vec<u32> = ranks.iter().copied().collect();
-                d.finding.evidence.insert("similar_ranks", Value::from(crate::report::compress_ranks(&ranks)));
-            }
-        }
-        drafts.push(d);
-    }
-    for (si, s) in streams.iter().enumerate() {
-        let chains: BTreeSet<usize> = s.tracebacks.iter().map(|t| t.chain).collect();
-        for c in chains {
-            if chosen[si].contains_key(&c) {
+        if rules[e.rule].spec.launcher_summary {
+            if let Some((_, b)) = unmerged
+                .iter_mut()
+                .rev()
+                .find(|(sj, b)| *sj == si && b.rule == e.rule && e.first.abs_diff(b.last) <= 64)
+            {
+                merge_captures(b, &e);
+                b.last = b.last.max(e.last);
                 continue;
             }
-            if let Some(d) = pack.fallback().and_then(|rule| unrecognized(pack, rule, s, c, log)) {
-                drafts.push(d);
-            }
+        }
+        unmerged.push((si, e));
+    }
+    for (si, c) in chosen.iter().enumerate() {
+        for e in c.events.values() {
+            admit_event(pack, &streams[si], si, e, log, &mut cache, &mut admit);
         }
     }
-    // Exceptions shown outside any traceback: never silent. An error log line no rule
-    // knows is reported only when nothing else is.
+    for (si, e) in &unmerged {
+        admit_event(pack, &streams[*si], *si, e, log, &mut cache, &mut admit);
+    }
+    for s in streams {
+        for u in &s.unread {
+            let line = |i: usize| s.lines.get(i).map_or(0, |l| l.no);
+            admit.omit_many(rules[u.rule].id(), u.count, (line(u.first), line(u.last)), s.rank);
+        }
+    }
     if let Some(rule) = pack.fallback() {
-        for s in streams {
-            for x in s.loose.iter().filter(|x| x.class.is_some()) {
-                drafts.push(loose_draft(pack, rule, s, x, log));
+        let ri = rules.iter().position(|r| r.id() == rule.id()).unwrap_or(usize::MAX);
+        for (si, s) in streams.iter().enumerate() {
+            for chain in s.tracebacks.iter().map(|t| t.chain).collect::<BTreeSet<usize>>() {
+                if chosen[si].events.contains_key(&chain) {
+                    continue;
+                }
+                if let Some(p) = unrecognized(rule, s, chain, log) {
+                    admit_fallback(pack, rule, si, ri, p, log, &mut admit);
+                }
             }
         }
-        if drafts.is_empty() {
-            for s in streams {
+        // Exceptions shown outside any traceback: never silent. An error log line no
+        // rule knows is reported only when nothing else is.
+        for (si, s) in streams.iter().enumerate() {
+            for x in s.loose.iter().filter(|x| x.class.is_some()) {
+                admit_fallback(pack, rule, si, ri, loose_prepared(rule, s, x, log), log, &mut admit);
+            }
+        }
+        if admit.is_empty() {
+            for (si, s) in streams.iter().enumerate() {
                 for x in s.loose.iter().filter(|x| x.class.is_none()) {
-                    drafts.push(loose_draft(pack, rule, s, x, log));
+                    admit_fallback(pack, rule, si, ri, loose_prepared(rule, s, x, log), log, &mut admit);
                 }
             }
         }
     }
-    drafts.sort_by_key(|d| d.finding.location.line);
-    drafts
+    admit.finish()
 }
 
-/// An exception shown outside a traceback (or an error log line), bound to the pack's
+/// The events chosen in one stream (one per traceback chain), indexed by rule and by
+/// the lines each chain spans.
+struct Chosen {
+    events: BTreeMap<usize, Event>,
+    /// Per rule: its chains, ascending.
+    by_rule: BTreeMap<usize, Vec<usize>>,
+    /// Every chain of the stream with its first and last line (message included),
+    /// ascending: chains are printed one after another, so their spans are in order.
+    spans: Vec<(usize, usize, usize)>,
+}
+
+impl Chosen {
+    fn new(s: &Stream<'_>, events: BTreeMap<usize, Event>) -> Chosen {
+        let mut by_rule: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (&chain, e) in &events {
+            by_rule.entry(e.rule).or_default().push(chain);
+        }
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+        for t in &s.tracebacks {
+            let last = t.end.max(t.exception.as_ref().map_or(0, |x| x.last));
+            match spans.last_mut() {
+                Some(sp) if sp.0 == t.chain => {
+                    sp.1 = sp.1.min(t.start);
+                    sp.2 = sp.2.max(last);
+                }
+                _ => spans.push((t.chain, t.start, last)),
+            }
+        }
+        Chosen { events, by_rule, spans }
+    }
+
+    /// The first chain whose event is of `rule`.
+    fn first_of_rule(&self, rule: usize) -> Option<usize> {
+        self.by_rule.get(&rule)?.first().copied()
+    }
+
+    /// Chains with an event that span lines within two of `line`, ascending.
+    fn near(&self, line: usize) -> Vec<usize> {
+        // Spans are in order and do not overlap between chains: only the few around
+        // `line` can be near it.
+        let at = self.spans.partition_point(|sp| sp.1 <= line + 2);
+        let mut out: Vec<usize> = self.spans[..at]
+            .iter()
+            .rev()
+            .take(4)
+            .filter(|sp| line <= sp.2 + 2 && self.events.contains_key(&sp.0))
+            .map(|sp| sp.0)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The first chain near `line` whose event is of `rule`.
+    fn near_of_rule(&self, rule: usize, line: usize) -> Option<usize> {
+        self.near(line).into_iter().find(|ch| self.events.get(ch).is_some_and(|e| e.rule == rule))
+    }
+
+    /// Whether chain `chain` starts before `line`.
+    fn starts_before(&self, chain: usize, line: usize) -> bool {
+        self.spans.binary_search_by_key(&chain, |sp| sp.0).is_ok_and(|i| line > self.spans[i].1)
+    }
+
+    /// Puts `e` in chain `chain`'s place, re-indexing it under its rule.
+    fn replace(&mut self, chain: usize, e: Event) {
+        if let Some(old) = self.events.get(&chain) {
+            if let Some(v) = self.by_rule.get_mut(&old.rule) {
+                v.retain(|&c| c != chain);
+            }
+        }
+        let v = self.by_rule.entry(e.rule).or_default();
+        let at = v.partition_point(|&c| c < chain);
+        v.insert(at, chain);
+        self.events.insert(chain, e);
+    }
+}
+
+/// A report before its rule text is bound: enough to decide what becomes of it
+/// ([`Admit`]) without the cost of a finding.
+struct Prepared<'s> {
+    inc: Incident<'s>,
+    ev: Evidence,
+    rank: Option<u32>,
+    key: String,
+}
+
+impl Prepared<'_> {
+    /// Its own record in a merged finding.
+    fn rank_report(&self, progress: Option<u64>) -> Option<RankReport> {
+        let place = place_of(&self.ev);
+        self.rank.map(|rank| RankReport { rank, place, progress, line: self.inc.location.line })
+    }
+}
+
+/// An exception shown outside a traceback (or an error log line), for the pack's
 /// fallback rule; `shown_as` says how the line showed it.
-fn loose_draft(pack: &Pack, rule: &Rule, s: &Stream<'_>, x: &Loose, log: &LogFacts<'_>) -> Draft {
+fn loose_prepared<'s>(rule: &Rule, s: &'s Stream<'_>, x: &'s Loose, log: &LogFacts<'_>) -> Prepared<'s> {
     let inc = s.loose_incident(x);
     let mut ev = incident_evidence(&inc);
     ev.insert("shown_as", Value::from(x.shape));
     let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
-    fallback_draft(pack, rule, &inc, &inc.frames, ev, rank, log)
+    scrub(&mut ev);
+    let key = key_of(rule.id(), &ev);
+    Prepared { inc, ev, rank, key }
 }
 
-/// A draft of the fallback rule (an exception no template matched), bound to its text.
-fn fallback_draft(
+/// Admits a report of the fallback rule (an exception no template matched): bound to
+/// its text only when it is kept.
+fn admit_fallback(
     pack: &Pack,
     rule: &Rule,
-    inc: &Incident<'_>,
-    frames: &[&Frame],
-    mut ev: Evidence,
-    rank: Option<u32>,
+    si: usize,
+    ri: usize,
+    p: Prepared<'_>,
     log: &LogFacts<'_>,
-) -> Draft {
-    scrub(&mut ev);
-    let ctx = Bind { pack, rule, frames, log, rank, location: inc.location, role_op: None };
-    let (finding, case) = bind(&ctx, ev);
-    let key = dedupe_key(&finding);
-    let per_rank = per_rank_of(&finding);
-    Draft {
-        finding,
-        collateral: case.collateral.unwrap_or(rule.spec.collateral),
-        recognized: false,
-        launcher: rule.spec.launcher_summary,
-        teardown: case.teardown.unwrap_or(rule.spec.teardown),
-        handled: inc.handled,
-        ts: inc.ts,
-        per_rank,
-        reports: 1,
-        key,
+    admit: &mut Admit,
+) {
+    match admit.verdict(si, ri, &p.key) {
+        Verdict::Fold(into) => admit.fold(into, p.rank, p.rank_report(None)),
+        Verdict::Omit => admit.omit(rule.id(), p.inc.location.line, p.rank),
+        Verdict::Keep => {
+            let frames = &p.inc.frames;
+            let ctx = Bind { pack, rule, frames, log, rank: p.rank, location: p.inc.location, role_op: None };
+            let (finding, case) = bind(&ctx, p.ev.clone());
+            let per_rank = per_rank_of(&finding);
+            admit.keep(Draft {
+                collateral: case.collateral.unwrap_or(rule.spec.collateral),
+                recognized: false,
+                launcher: rule.spec.launcher_summary,
+                teardown: case.teardown.unwrap_or(rule.spec.teardown),
+                handled: p.inc.handled,
+                ts: p.inc.ts,
+                per_rank,
+                reports: 1,
+                key: dedupe_key(&finding),
+                finding,
+            });
+        }
     }
-}
-
-/// Whether stream line `line` is within two lines of traceback chain `chain`.
-fn adjacent(s: &Stream<'_>, chain: usize, line: usize) -> bool {
-    let members = s.tracebacks.iter().filter(|t| t.chain == chain);
-    let (first, last) = members.fold((usize::MAX, 0), |(a, b), t| {
-        (a.min(t.start), b.max(t.end).max(t.exception.as_ref().map_or(0, |x| x.last)))
-    });
-    first != usize::MAX && line + 2 >= first && line <= last + 2
-}
-
-/// Whether stream line `line` comes after the start of traceback chain `chain` (a line
-/// before it is the context it was printed in, not a report of the same failure).
-fn after_start(s: &Stream<'_>, chain: usize, line: usize) -> bool {
-    s.tracebacks.iter().filter(|t| t.chain == chain).map(|t| t.start).min().is_some_and(|first| line > first)
 }
 
 /// Adds `from`'s captures whose keys `into` lacks (all elements of a list).
@@ -337,13 +385,17 @@ struct Bind<'a> {
     role_op: Option<&'a str>,
 }
 
-fn from_event(
+/// Admits the report of a template match: its evidence and key first, its rule text
+/// bound (once per key, cached) only when it is kept.
+fn admit_event(
     pack: &Pack,
     s: &Stream<'_>,
+    si: usize,
     e: &Event,
     log: &LogFacts<'_>,
     cache: &mut BTreeMap<String, Bound>,
-) -> Draft {
+    admit: &mut Admit,
+) {
     let rule = &pack.rules()[e.rule];
     let inc = s.incident(e, &pack.ingest().exception_classes);
     let mut ev = incident_evidence(&inc);
@@ -364,11 +416,19 @@ fn from_event(
     let key = key_of(rule.id(), &ev);
     // Read before the cache: a merged report keeps the first rank's evidence.
     let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
-    let place = place_of(&ev);
+    let p = Prepared { inc, ev, rank, key };
+    match admit.verdict(si, e.rule, &p.key) {
+        Verdict::Fold(into) => return admit.fold(into, p.rank, p.rank_report(progress)),
+        // Counted at its message's line, as matching counts what it does not read.
+        Verdict::Omit => return admit.omit(rule.id(), s.lines.get(e.first).map_or(0, |l| l.no), p.rank),
+        Verdict::Keep => {}
+    }
+    let per_rank = p.rank_report(progress).into_iter().collect();
+    let Prepared { inc, ev, rank, key } = p;
     let (mut finding, case) = match cache.get(&key) {
         Some(b) => b.clone(),
         None => {
-            let role_op = rule.spec.matches[e.template].role_op.as_deref();
+            let role_op = spec.role_op.as_deref();
             let ctx = Bind { pack, rule, frames: &inc.frames, log, rank, location: inc.location, role_op };
             let b = bind(&ctx, ev);
             cache.insert(key.clone(), b.clone());
@@ -377,8 +437,7 @@ fn from_event(
     };
     finding.rank = rank;
     finding.location = inc.location;
-    let per_rank = rank.map(|rank| RankReport { rank, place, progress, line: inc.location.line }).into_iter().collect();
-    Draft {
+    admit.keep(Draft {
         collateral: case.collateral.unwrap_or(rule.spec.collateral),
         recognized: true,
         launcher: rule.spec.launcher_summary,
@@ -389,7 +448,7 @@ fn from_event(
         reports: 1,
         key,
         finding,
-    }
+    });
 }
 
 /// The evidence an incident gives by itself: exception, message, failing frame and code.
@@ -473,8 +532,8 @@ pub(crate) fn topology(streams: &[Stream<'_>]) -> Topology {
     t
 }
 
-/// A traceback chain no template matched, bound to the pack's fallback rule.
-fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &LogFacts<'_>) -> Option<Draft> {
+/// A traceback chain no template matched, for the pack's fallback rule.
+fn unrecognized<'s>(rule: &Rule, s: &'s Stream<'_>, chain: usize, log: &LogFacts<'_>) -> Option<Prepared<'s>> {
     let (inc, final_exc) = s.chain_incident(chain)?;
     let mut ev = incident_evidence(&inc);
     let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
@@ -482,7 +541,9 @@ fn unrecognized(pack: &Pack, rule: &Rule, s: &Stream<'_>, chain: usize, log: &Lo
         ev.insert("final_exception", Value::from(fx.short_class()));
         ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
-    Some(fallback_draft(pack, rule, &inc, &[], ev, rank, log))
+    scrub(&mut ev);
+    let key = key_of(rule.id(), &ev);
+    Some(Prepared { inc, ev, rank, key })
 }
 
 /// Where a report says its rank stood: its failing frame, or for a collective timeout
@@ -494,8 +555,17 @@ fn place_of(ev: &Evidence) -> Option<String> {
 /// Identity of a failure across ranks: rule and message without numbers.
 pub(super) fn key_of(id: &str, ev: &Evidence) -> String {
     let msg = ev.message.as_deref().unwrap_or_default();
-    let norm: String = msg.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
-    format!("{id}\u{1}{norm}")
+    // A run of digits is one `#`: `[Rank 7]` and `[Rank 12]` are the same report.
+    let mut key = format!("{id}\u{1}");
+    let mut in_number = false;
+    for c in msg.chars() {
+        let digit = c.is_ascii_digit();
+        if !(digit && in_number) {
+            key.push(if digit { '#' } else { c });
+        }
+        in_number = digit;
+    }
+    key
 }
 
 /// A report never repeats a credential the log happened to contain (a token in a

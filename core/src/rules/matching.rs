@@ -71,6 +71,8 @@ pub(crate) struct Stream<'l> {
     pub lines: Vec<&'l Line>,
     pub tracebacks: Vec<Traceback>,
     pub events: Vec<Event>,
+    /// Matches of a rule past [`MAX_EVENTS_PER_RULE`] in this stream, only counted.
+    pub unread: Vec<Unread>,
     /// Entries of torchrun `ChildFailedError` summaries in this stream.
     pub elastic: Vec<elastic::Entry>,
     /// Exceptions shown outside any traceback and any template match.
@@ -138,10 +140,10 @@ fn parse_stream<'l>(
         hay.push('\n');
     }
     let extra = &ing.exception_classes;
-    let events = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, extra);
+    let (events, unread) = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, extra);
     let elastic = if hay.contains("local_rank") { elastic::entries(&texts) } else { Vec::new() };
     let loose = loose_exceptions(&lines, &tracebacks, &events, extra);
-    Stream { rank, local_rank, host, lines, tracebacks, events, elastic, loose, starts }
+    Stream { rank, local_rank, host, lines, tracebacks, events, unread, elastic, loose, starts }
 }
 
 /// The exceptions lines show outside tracebacks and template matches, and the C++
@@ -210,6 +212,46 @@ fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra:
     out
 }
 
+/// Matches of one rule kept in one stream (the earliest): memory stays bounded when
+/// every line of a log is a report of one rule (200,000 distinct `cuDNN error` lines
+/// took 450 MB of match records). Past it a match is counted in [`Unread`].
+pub(crate) const MAX_EVENTS_PER_RULE: u32 = 2048;
+
+/// Matches of one rule past [`MAX_EVENTS_PER_RULE`] in a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unread {
+    pub rule: usize,
+    pub count: u64,
+    /// Stream line indices of the first and last.
+    pub first: usize,
+    pub last: usize,
+}
+
+/// Lines behind the current anchor hit for which [`Budget`] keeps its records.
+const BUDGET_LINES: usize = 8;
+
+/// What the attempts at template matches have spent, by where they started.
+#[derive(Default)]
+struct Budget {
+    /// Starts tried (start offset, rule, template, entry): both anchors of a template
+    /// usually hit, and each start is tried once.
+    tried: BTreeSet<(usize, usize, usize, usize)>,
+    /// A step pool per line for the attempts that start on it: work per byte is
+    /// bounded, and near misses on one line cannot spend another line's budget.
+    pools: BTreeMap<usize, u64>,
+    /// Attempts per (line, rule, template).
+    attempts: BTreeMap<(usize, usize, usize), u32>,
+}
+
+impl Budget {
+    /// Forgets the records of lines before `line` (which starts at byte `offset`).
+    fn forget_before(&mut self, line: usize, offset: usize) {
+        self.tried = self.tried.split_off(&(offset, 0, 0, 0));
+        self.pools = self.pools.split_off(&line);
+        self.attempts = self.attempts.split_off(&(line, 0, 0));
+    }
+}
+
 /// Attempts of one template starting on one line, at most (a glued one-line paste of
 /// many ranks' reports stays far below it).
 const MAX_ATTEMPTS_PER_LINE: u32 = 256;
@@ -224,16 +266,14 @@ fn match_events(
     texts: &[&str],
     tbs: &[Traceback],
     extra: &[String],
-) -> Vec<Event> {
+) -> (Vec<Event>, Vec<Unread>) {
     let rules = pack.rules();
     let mut cands: Vec<Event> = Vec::new();
-    // Both anchors of a template usually hit: try each start once.
-    let mut tried: BTreeSet<(usize, usize, usize, usize)> = BTreeSet::new();
-    // A step pool per line for the attempts that start on it: work per byte is
-    // bounded, and near misses on one line cannot spend another line's budget.
-    let mut pools: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut attempts: BTreeMap<(usize, usize, usize), u32> = BTreeMap::new();
-    let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>| {
+    let mut per_rule = vec![0u32; rules.len()];
+    let mut unread: BTreeMap<usize, Unread> = BTreeMap::new();
+    let lines = LineIndex::new(tbs, starts.len());
+    let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>, b: &mut Budget| {
+        let Budget { tried, pools, attempts } = b;
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
         let Some(start) = t.start_for_word(hay, anchor_pos, a.entry, a.word) else { return };
@@ -246,7 +286,7 @@ fn match_events(
         // and time stay bounded by the line count, not by hits).
         let line = line_of(starts, start);
         let n = attempts.entry((a.rule, a.template, line)).or_insert(0);
-        if *n >= MAX_ATTEMPTS_PER_LINE || !tried.insert((a.rule, a.template, a.entry, start)) {
+        if *n >= MAX_ATTEMPTS_PER_LINE || !tried.insert((start, a.rule, a.template, a.entry)) {
             return;
         }
         *n += 1;
@@ -268,18 +308,39 @@ fn match_events(
         let (ri, ti) = (a.rule, a.template);
         let first = line_of(starts, m.start);
         let last = line_of(starts, m.end.saturating_sub(1).max(m.start));
-        let tb = owning_traceback(tbs, first);
+        let tb = lines.owner(first);
         // Frame and source lines quote code (`raise RuntimeError(f"...")`), not messages.
-        if tbs.iter().any(|t| in_frames(t, first)) {
+        if lines.in_frames(first) {
             return;
         }
+        if per_rule[ri] >= MAX_EVENTS_PER_RULE {
+            // One per line: several templates of a rule may match one line.
+            let u = unread.entry(ri).or_insert(Unread { rule: ri, count: 0, first, last: usize::MAX });
+            if u.last != first {
+                u.count += 1;
+                u.first = u.first.min(first);
+                u.last = if u.last == usize::MAX { first } else { u.last.max(first) };
+            }
+            return;
+        }
+        per_rule[ri] += 1;
         let degraded = m.degraded();
         cands.push(Event { rule: ri, template: ti, m, first, last, tb, degraded });
     };
+    let mut budget = Budget::default();
     if pre.enabled() {
+        // Hits come in order: what was recorded for lines well behind the current hit
+        // is never asked about again (a start walks back at most a wrapped line or
+        // two), so it goes, and the records stay as small as a few lines' hits.
+        let mut floor = 0;
         for hit in pre.anchors_ac.find_overlapping_iter(hay) {
+            let line = line_of(starts, hit.start());
+            if line > floor + 2 * BUDGET_LINES {
+                floor = line - BUDGET_LINES;
+                budget.forget_before(floor, starts[floor]);
+            }
             for a in &pre.anchored[hit.pattern().as_usize()] {
-                try_at(a, hit.start(), &mut cands);
+                try_at(a, hit.start(), &mut cands, &mut budget);
             }
         }
     } else {
@@ -289,7 +350,7 @@ fn match_events(
                     let a = Anchored { rule: ri, template: ti, entry: x.entry, word: x.word };
                     let mut pos = 0;
                     while let Some(off) = find_either_case(&hay[pos..], x.text, x.word == 0) {
-                        try_at(&a, pos + off, &mut cands);
+                        try_at(&a, pos + off, &mut cands, &mut budget);
                         pos += off + 1;
                         while !hay.is_char_boundary(pos) {
                             pos += 1;
@@ -380,7 +441,7 @@ fn match_events(
         }
     }
     kept.sort_by_key(|e| e.m.start);
-    kept
+    (kept, unread.into_values().collect())
 }
 
 impl Stream<'_> {
@@ -442,9 +503,18 @@ impl Stream<'_> {
         }
     }
 
+    /// The tracebacks of chain `chain`: its first (whose index is the chain's id) and the
+    /// members that follow it (a slice, not a filter over every traceback: a log of
+    /// 40,000 retry tracebacks asks this once per traceback).
+    pub(crate) fn chain(&self, chain: usize) -> &[Traceback] {
+        let from = self.tracebacks.get(chain..).unwrap_or_default();
+        let n = from.iter().take_while(|t| t.chain == chain).count();
+        &from[..n]
+    }
+
     /// Frames of a traceback and of the tracebacks nested in it (a DataLoader worker's).
     pub(crate) fn chain_frames<'a>(&'a self, tb: &'a Traceback) -> Vec<&'a Frame> {
-        self.tracebacks.iter().filter(|t| t.chain == tb.chain).flat_map(|t| t.frames.iter()).collect()
+        self.chain(tb.chain).iter().flat_map(|t| t.frames.iter()).collect()
     }
 
     /// The last user frame: in a traceback nested in this one (a DataLoader worker's
@@ -452,7 +522,7 @@ impl Stream<'_> {
     /// itself, else anywhere in its chain.
     pub(crate) fn user_frame<'a>(&'a self, tb: Option<&'a Traceback>) -> Option<&'a Frame> {
         let tb = tb?;
-        let chain: Vec<&Traceback> = self.tracebacks.iter().filter(|t| t.chain == tb.chain).collect();
+        let chain = self.chain(tb.chain);
         chain
             .iter()
             .rev()
@@ -605,9 +675,12 @@ impl<'s> Stream<'s> {
     /// An exception-less traceback starting within two lines after stream line `last`:
     /// the frames a message printed before them.
     fn trailing_frames(&'s self, last: usize) -> Option<&'s Traceback> {
-        self.tracebacks
+        // Tracebacks are in the order they start.
+        let from = self.tracebacks.partition_point(|t| t.start <= last);
+        self.tracebacks[from..]
             .iter()
-            .find(|t| t.exception.is_none() && !t.frames.is_empty() && t.start > last && t.start <= last + 2)
+            .take_while(|t| t.start <= last + 2)
+            .find(|t| t.exception.is_none() && !t.frames.is_empty())
     }
 
     /// The incident of a traceback chain no template matched, if it is one: a chain with
@@ -618,11 +691,7 @@ impl<'s> Stream<'s> {
         // A chain's members follow its first traceback, whose index is the chain's id:
         // read them from there (a filter over every traceback per chain is quadratic in
         // a log of 40,000 retry tracebacks).
-        let members: Vec<&Traceback> = if self.tracebacks.get(chain).is_some_and(|t| t.chain == chain) {
-            self.tracebacks[chain..].iter().take_while(|t| t.chain == chain).collect()
-        } else {
-            self.tracebacks.iter().filter(|t| t.chain == chain).collect()
-        };
+        let members: Vec<&Traceback> = self.chain(chain).iter().collect();
         let top: Vec<&&Traceback> = members.iter().filter(|t| t.link != Link::Nested).collect();
         let tb = top
             .iter()
@@ -750,20 +819,50 @@ fn line_of(starts: &[usize], off: usize) -> usize {
     }
 }
 
-/// The innermost traceback whose exception message covers `line`.
-fn owning_traceback(tbs: &[Traceback], line: usize) -> Option<usize> {
-    tbs.iter()
-        .enumerate()
-        .filter_map(|(i, t)| {
-            let e = t.exception.as_ref()?;
-            (e.first <= line && line <= e.last.max(t.end)).then_some((i, e.last.max(t.end) - e.first))
-        })
-        .min_by_key(|&(_, span)| span)
-        .map(|(i, _)| i)
+/// What the tracebacks of a stream say of each of its lines, computed once: a lookup
+/// per template match instead of a pass over every traceback (20,000 tracebacks were
+/// 20,000 passes of 20,000).
+struct LineIndex {
+    /// The innermost traceback whose exception message covers the line, and that
+    /// message's span in lines.
+    owner: Vec<Option<(usize, usize)>>,
+    /// The line is a frame or source line of a traceback (not its message).
+    frame: Vec<bool>,
 }
 
-/// Whether `line` is a frame or source line of the traceback (not its message).
-fn in_frames(tb: &Traceback, line: usize) -> bool {
-    let end = tb.exception.as_ref().map(|e| e.first).unwrap_or(tb.end + 1);
-    tb.start < line && line < end && tb.frames.first().is_some_and(|f| f.at <= line)
+impl LineIndex {
+    fn new(tbs: &[Traceback], n_lines: usize) -> LineIndex {
+        let mut owner: Vec<Option<(usize, usize)>> = vec![None; n_lines];
+        let mut frame = vec![false; n_lines];
+        for (i, t) in tbs.iter().enumerate() {
+            if let Some(e) = &t.exception {
+                let last = e.last.max(t.end);
+                let span = last - e.first;
+                for o in owner.iter_mut().take(last.saturating_add(1)).skip(e.first) {
+                    // The first of the narrowest spans wins.
+                    if o.is_none_or(|(_, s)| span < s) {
+                        *o = Some((i, span));
+                    }
+                }
+            }
+            let end = t.exception.as_ref().map(|e| e.first).unwrap_or(t.end + 1);
+            if let Some(f) = t.frames.first() {
+                let from = (t.start + 1).max(f.at);
+                for x in frame.iter_mut().take(end).skip(from) {
+                    *x = true;
+                }
+            }
+        }
+        LineIndex { owner, frame }
+    }
+
+    /// The innermost traceback whose exception message covers `line`.
+    fn owner(&self, line: usize) -> Option<usize> {
+        self.owner.get(line).copied().flatten().map(|(i, _)| i)
+    }
+
+    /// Whether `line` is a frame or source line of some traceback.
+    fn in_frames(&self, line: usize) -> bool {
+        self.frame.get(line).copied().unwrap_or(false)
+    }
 }
