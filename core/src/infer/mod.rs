@@ -487,9 +487,14 @@ fn resolve_rank(
     if rank.is_some() {
         return rank;
     }
-    let local =
-        local.or_else(|| ev.extra.get("local_rank").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok()));
+    // A template's `set` gives text (`local_rank = "0"`), a capture a number.
+    let as_rank = |v: &Value| v.as_u64().or_else(|| v.as_str()?.parse().ok()).and_then(|r| u32::try_from(r).ok());
+    let local = local.or_else(|| ev.extra.get("local_rank").and_then(as_rank));
     if let Some(l) = local {
+        // A number, also where a template's `set` wrote it as text.
+        if ev.extra.get("local_rank").is_some_and(Value::is_string) {
+            ev.insert("local_rank", Value::from(l));
+        }
         ev.insert_if_absent("local_rank", Value::from(l));
     }
     let (global, basis) = log.topology.global(local?)?;
