@@ -26,6 +26,9 @@ pub enum Shape {
     Field,
     /// A pytest footer, `path.py:12: Class`.
     Footer,
+    /// The class's type repr, as a logger prints `type(e)`:
+    /// `<class 'RuntimeError'> at trainer.py:101 - message`, `<class 'X'>: message`.
+    TypeRepr,
 }
 
 /// An exception read from one line.
@@ -113,7 +116,29 @@ pub fn find(line: &str, extra: &[String]) -> Option<Raised> {
         let message = t[msg..].trim().trim_matches('`').trim_end_matches("**").trim().to_string();
         return Some(Raised { class: class.to_string(), message, col: start, shape: Shape::Line });
     }
-    repr(t, extra).or_else(|| field(t, extra)).or_else(|| footer(t, extra))
+    type_repr(t, extra).or_else(|| repr(t, extra)).or_else(|| field(t, extra)).or_else(|| footer(t, extra))
+}
+
+/// `<class 'mod.Class'>`, then an optional ` at file:line`, then ` - ` or `: ` and the
+/// message.
+fn type_repr(t: &str, extra: &[String]) -> Option<Raised> {
+    let open = t.find("<class '")?;
+    let from = open + "<class '".len();
+    let len = t[from..].find("'>")?;
+    let class = &t[from..from + len];
+    if !is_class(class, extra) {
+        return None;
+    }
+    let mut rest = &t[from + len + 2..];
+    if let Some(r) = rest.strip_prefix(" at ") {
+        let token = r.split(' ').next().unwrap_or_default();
+        if !token.contains(':') {
+            return None;
+        }
+        rest = &r[token.len()..];
+    }
+    let message = rest.strip_prefix(" - ").or_else(|| rest.strip_prefix(": ")).or_else(|| rest.strip_prefix(':'))?;
+    Some(Raised { class: class.to_string(), message: message.trim().to_string(), col: from, shape: Shape::TypeRepr })
 }
 
 /// `Class('message')` / `Class("message")`.
@@ -211,6 +236,12 @@ pub fn class_before<'a>(before: &'a str, extra: &[String]) -> Option<&'a str> {
             return Some(name);
         }
     }
+    // A logger's type repr: `<class 'RuntimeError'> at trainer.py:101 - `.
+    let typed = || type_repr(&format!("{before}x"), extra).filter(|r| r.message == "x");
+    if let Some(r) = before.contains("<class '").then(typed).flatten() {
+        let at = before.find(&r.class)?;
+        return Some(&before[at..at + r.class.len()]);
+    }
     // `RuntimeError:`, `RuntimeError :`, and a retyped `RuntimeError:  :`.
     let t = b.strip_suffix(':')?.trim_end_matches([' ', ':']);
     let (_, name) = name_before(t, t.len());
@@ -250,6 +281,13 @@ mod tests {
             ("{'error': 'RuntimeError', 'message': 'NCCL error'}", "RuntimeError", "NCCL error", Shape::Field),
             ("{\"exception\": \"ValueError\", \"msg\": \"bad\"}", "ValueError", "bad", Shape::Field),
             ("tests/test_train.py:42: ValueError", "ValueError", "", Shape::Footer),
+            (
+                "2024-01-02 10:00:01 | <class 'RuntimeError'> at trainer.py:101 - CUDA error: an illegal memory access was encountered",
+                "RuntimeError",
+                "CUDA error: an illegal memory access was encountered",
+                Shape::TypeRepr,
+            ),
+            ("caught <class 'torch.OutOfMemoryError'>: CUDA out of memory.", "torch.OutOfMemoryError", "CUDA out of memory.", Shape::TypeRepr),
         ];
         for (line, class, message, shape) in table {
             let r = find(line, &extra()).unwrap_or_else(|| panic!("{line}"));
@@ -284,6 +322,9 @@ mod tests {
             ("RuntimeError : ", Some("RuntimeError")),
             ("RuntimeError:  :", Some("RuntimeError")),
             ("実行するとRuntimeError:", Some("RuntimeError")),
+            ("<class 'RuntimeError'> at trainer.py:101 - ", Some("RuntimeError")),
+            ("<class 'RuntimeError'>: ", Some("RuntimeError")),
+            ("<class 'dict'> at a.py:1 - ", None),
         ];
         for (before, want) in table {
             assert_eq!(class_before(before, &e), want, "{before}");

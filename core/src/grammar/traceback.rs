@@ -436,7 +436,10 @@ fn parse_one(
             }) {
                 loose = true;
             }
-            if loose || frames.is_empty() {
+            // A blank line between the last frame and the exception line (a paste that
+            // spaced them out) does not end the traceback either.
+            let exception_next = next.is_some_and(|j| exception_line(lines[j].trim()).is_some());
+            if loose || frames.is_empty() || exception_next {
                 i = next.unwrap_or(lines.len());
                 continue;
             }
@@ -476,6 +479,18 @@ fn parse_one(
             end = i;
             i += 1;
             continue;
+        }
+        // An IPython frame header a terminal cut inside its argument list
+        // (`module.py in __call__(self, *input, **k` / `wargs)`): the rest is at the margin.
+        if loose && t.chars().count() >= MIN_WRAPPED_FRAME && t.matches('(').count() > t.matches(')').count() {
+            let next = lines.get(i + 1).map(|n| n.trim_end()).filter(|n| !n.is_empty() && !n.starts_with([' ', '\t']));
+            let joined = next.map(|n| format!("{t}{n}")).filter(|j| j.ends_with(')'));
+            if let Some(f) = joined.as_deref().and_then(ipython_frame) {
+                frames.push(Frame { at: i, ..f });
+                end = i + 1;
+                i += 2;
+                continue;
+            }
         }
         if let Some(f) = ipython_frame(t) {
             let wrapped_func = f.func.is_none() && t.ends_with(" in");
@@ -1026,6 +1041,28 @@ mod tests {
         assert_eq!((f.short(), f.code.as_deref()), ("In[3]:7".to_string(), Some("y = x @ w")));
         assert_eq!(tbs[0].frames[0].code.as_deref(), Some("outputs = model(inputs)"));
         assert!(tbs[0].exception.is_some());
+    }
+
+    #[test]
+    fn ipython_frame_header_cut_by_a_wrap() {
+        let tbs = parse_text("---------------------------------------------------------------------------\nRuntimeError                              Traceback (most recent call last)\n<ipython-input-4-497ccf> in <module>()\n----> 1 c(x)\n\n~/lib/python3.7/site-packages/torch/nn/modules/module.py in __call__(self, *input, **k\nwargs)\n--> 477             result = self.forward(*input, **kwargs)\n\nRuntimeError: boom\n");
+        assert_eq!(tbs.len(), 1);
+        let t = &tbs[0];
+        assert_eq!(t.frames.len(), 2, "{t:?}");
+        assert_eq!(t.frames[1].func.as_deref(), Some("__call__(self, *input, **kwargs)"));
+        assert_eq!(t.user_frame().and_then(|f| f.code.as_deref()), Some("c(x)"));
+        assert_eq!(t.exception.as_ref().map(|x| x.message.as_str()), Some("boom"));
+    }
+
+    #[test]
+    fn a_blank_line_before_the_exception_line_does_not_end_the_traceback() {
+        let tbs = parse_text("Traceback (most recent call last):\n  File \"train.py\", line 12, in <module>\n    s = np.sum(grads)\n\nRuntimeError: Can't call numpy() on Tensor that requires grad.\n");
+        assert_eq!(tbs.len(), 1);
+        assert_eq!(tbs[0].user_frame().map(|f| f.short()), Some("train.py:12".to_string()));
+        assert!(tbs[0].exception.as_ref().is_some_and(|x| x.class == "RuntimeError"));
+        // Other text after the blank line still ends it.
+        let tbs = parse_text("Traceback (most recent call last):\n  File \"train.py\", line 12, in <module>\n    f()\n\nsome other output\n");
+        assert!(tbs[0].exception.is_none());
     }
 
     #[test]

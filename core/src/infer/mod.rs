@@ -84,9 +84,16 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             match e.tb {
                 Some(t) => {
                     let chain = s.tracebacks[t].chain;
+                    // A whole message before a cut or headless one (as matching sorts),
+                    // then priority: a cut match of a rule that outranks never beats
+                    // the whole message another rule read.
+                    let rough = |x: &Event| x.m.truncated || x.m.head_missing;
                     let better = match best_per_chain.get(&chain) {
                         None => true,
-                        Some(cur) => pack.rules()[e.rule].spec.priority > pack.rules()[cur.rule].spec.priority,
+                        Some(cur) => {
+                            (!rough(e), pack.rules()[e.rule].spec.priority)
+                                > (!rough(cur), pack.rules()[cur.rule].spec.priority)
+                        }
                     };
                     if better {
                         best_per_chain.insert(chain, e.clone());
@@ -136,9 +143,10 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
             lr.spec.priority > cr.spec.priority
                 && (lr.family() == cr.family() || lr.spec.related.iter().any(|r| r == cr.id()))
         };
-        if let Some(chain) =
-            c.near(e.first).into_iter().find(|&ch| c.starts_before(ch, e.first) && knows_more(&c.events[&ch]))
-        {
+        // The launcher's own line may come first (torchrun's `failed (exitcode: -9)` right
+        // above its ChildFailedError traceback).
+        let placed = |ch: usize| c.starts_before(ch, e.first) || rules[c.events[&ch].rule].spec.launcher_summary;
+        if let Some(chain) = c.near(e.first).into_iter().find(|&ch| placed(ch) && knows_more(&c.events[&ch])) {
             let b = &c.events[&chain];
             let mut over = e.clone();
             over.tb = b.tb;

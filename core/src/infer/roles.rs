@@ -114,8 +114,12 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
     // echoes it explains, before teardown.
     let init = pick(&|d| !d.collateral && d.recognized && !d.handled && sure(d))
         .or_else(|| pick(&|d| !d.collateral && d.recognized && !d.handled))
-        .or_else(|| pick(&|d| !d.collateral && !d.handled))
+        .or_else(|| pick(&|d| !d.collateral && !d.handled && sure(d)))
         .or_else(|| cascade(&merged))
+        // A report no rule knows and even the fallback is unsure of (a traceback cut before
+        // its exception line) comes after the cascade a rule recognised; its rank is still
+        // the suspect of echoes that wait on it.
+        .or_else(|| pick(&|d| !d.collateral && !d.handled))
         .or_else(|| pick(&|d| !d.collateral))
         .or_else(|| pick(&|d| d.collateral && !d.teardown))
         .or_else(|| pick(&|_| true));
@@ -174,6 +178,11 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
                     merged
                         .iter()
                         .position(|d| d.handled && !d.collateral && (d.finding.rank.is_none() || suspect.is_none()))
+                })
+                // Else the suspect's own report, if it printed one.
+                .or_else(|| {
+                    let own = |d: &Draft| !d.collateral && !d.teardown && !d.launcher;
+                    merged.iter().position(|d| own(d) && suspect.is_some() && d.finding.rank == suspect)
                 });
             if let Some(o) = origin {
                 let src = merged[o].finding.evidence.clone();
@@ -402,6 +411,19 @@ fn suspect(merged: &[Draft], i: usize, ranks_seen: &[u32], world: Option<u32>) -
     }
     if absent.len() == 1 && !reporting.is_empty() {
         return absent.first().copied().map(plain);
+    }
+    // One rank outside the echoes that printed a failure of its own, even one no rule
+    // knows (a traceback cut before its exception line): it did not wait, it failed.
+    if !reporting.is_empty() {
+        let own: BTreeSet<u32> = merged
+            .iter()
+            .filter(|d| !d.collateral && !d.teardown && !d.launcher)
+            .flat_map(|d| d.finding.ranks.iter().copied().chain(d.finding.rank))
+            .filter(|r| !reporting.contains(r))
+            .collect();
+        if own.len() == 1 {
+            return own.first().copied().map(plain);
+        }
     }
     // A rank that logged an exception and carried on, before the echoes.
     if let Some(r) = merged.iter().find(|d| d.handled && !d.collateral).and_then(|d| d.finding.rank) {

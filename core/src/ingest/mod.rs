@@ -216,7 +216,7 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
-/// Maps typographic quotes and the full-width colon to ASCII so that templates match
+/// Maps typographic quotes and full-width punctuation to ASCII so that templates match
 /// text that went through a word processor or a CJK input method.
 fn normalize_punctuation(s: &str) -> String {
     // Quotes escaped by a JSON or repr dump (`use the \'spawn\' start method`).
@@ -229,7 +229,11 @@ fn normalize_punctuation(s: &str) -> String {
         .map(|c| match c {
             '\u{2018}' | '\u{2019}' => '\'',
             '\u{201c}' | '\u{201d}' => '"',
-            '\u{ff1a}' => ':',
+            // Full-width ASCII (`（`, `：`, `，`, `＇`) as a CJK input method types it, and
+            // the ideographic full stop and comma.
+            '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+            '\u{3002}' => '.',
+            '\u{3001}' => ',',
             c => c,
         })
         .collect()
@@ -252,7 +256,9 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
         // too: `    [rank3]: ...`. Only prefixes no code or message line starts with are
         // looked for past the indent: a rank, a glog header, a timestamped logger line.
         let unindented = s.trim_start_matches([' ', '\t']);
-        if let Ok((rest, rank)) = rank_prefix(unindented).or_else(|_| lightning_rank(unindented)) {
+        if let Ok((rest, rank)) =
+            rank_prefix(unindented).or_else(|_| lightning_rank(unindented)).or_else(|_| mpi_tag(unindented))
+        {
             // `[rankN]:` is the global rank: it wins over a launcher's local label.
             line.rank = Some(rank);
             line.local = false;
@@ -276,6 +282,10 @@ fn strip_prefixes<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
             line.level = level.or(line.level);
             line.ts = Some(ts);
             line.logger = true;
+            s = rest;
+        } else if let Ok((rest, rank)) = task_rank_label(s) {
+            line.rank = Some(rank);
+            line.local = false;
             s = rest;
         } else if let Ok((rest, level)) = pylog_basic_prefix(s) {
             line.level = Some(level);
@@ -320,6 +330,35 @@ fn rank_prefix(i: &str) -> IResult<&str, u32> {
     let (rest, (_, _, n, _)) = (opt(char('[')), tag("rank"), small_int, tag("]:")).parse(i)?;
     let spaces = rest.bytes().take_while(|&b| b == b' ').count();
     Ok((if spaces % 2 == 1 { &rest[1..] } else { rest }, n))
+}
+
+/// Open MPI's `--tag-output` and horovodrun: `[1,3]<stderr>:` (job, rank) and
+/// `[3]<stdout>:`; the number is the MPI rank, the global rank.
+fn mpi_tag(i: &str) -> IResult<&str, u32> {
+    let (rest, (_, _, n, _, _, _)) = (
+        char('['),
+        opt((small_int, char(','))),
+        small_int,
+        tag("]<"),
+        take_while1(|c: char| c.is_ascii_lowercase()),
+        tag(">:"),
+    )
+        .parse(i)?;
+    Ok((rest, n))
+}
+
+/// A job platform's rank label after its own fields (Determined: `fa88a9df [rank=1] || `):
+/// an optional short id, `[rank=N]`, and its separator.
+fn task_rank_label(i: &str) -> IResult<&str, u32> {
+    let (rest, (_, _, n, _)) = (
+        opt((take_while_m_n(4, 40, |c: char| c.is_ascii_alphanumeric()), char(' '))),
+        tag("[rank="),
+        small_int,
+        char(']'),
+    )
+        .parse(i)?;
+    let rest = rest.strip_prefix(" || ").or_else(|| rest.strip_prefix(" ")).unwrap_or(rest);
+    Ok((rest, n))
 }
 
 /// Lightning's and accelerate's `[rank: 1] ` (the global rank).
@@ -453,8 +492,9 @@ fn pylog_prefix(i: &str) -> IResult<&str, (Option<char>, Timestamp)> {
     let Some(ts) = Timestamp::new(mo, d, h, m, s, ms) else {
         return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)));
     };
-    // Separator: a space, `||` platform separators, ` - `.
-    let rest = rest.trim_start_matches([' ', '|', '-']);
+    // One separator (a space, ` | `, ` || `, ` - `), not every space: what follows may be
+    // a traceback's indented frame line.
+    let rest = [" || ", " | ", " - ", " "].iter().find_map(|sep| rest.strip_prefix(sep)).unwrap_or(rest);
     // `torch.distributed.elastic.multiprocessing.api: [WARNING] `
     let logger: IResult<&str, _> = (
         take_while1(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_'),
@@ -534,6 +574,10 @@ fn pylog_basic_prefix(i: &str) -> IResult<&str, char> {
 /// `host.nolog [stderr] `.
 fn misc_prefix(i: &str) -> IResult<&str, ()> {
     if let Some(r) = i.strip_prefix("stderr: ").or_else(|| i.strip_prefix("stdout: ")) {
+        return Ok((r, ()));
+    }
+    // A notebook or test harness's bare clock: `[12:34:56] `, `[12:34:56.789]: `.
+    if let Ok((r, _)) = (char('['), clock, char(']'), opt(char(':')), char(' ')).parse(i) {
         return Ok((r, ()));
     }
     let (rest, _) = (
@@ -697,6 +741,8 @@ mod tests {
             ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 5 closing signal SIGTERM", "Sending process 5 closing signal SIGTERM", None, Some('W')),
             ("2024-11-20 14:37:16 [rank3]: RuntimeError: x", "RuntimeError: x", Some(3), None),
             ("stderr: RuntimeError: x", "RuntimeError: x", None, None),
+            ("[14:02:11] torch._dynamo.exc.BackendCompilerFailed: x", "torch._dynamo.exc.BackendCompilerFailed: x", None, None),
+            ("[14:02:11.084]:   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", None, None),
             ("(RayWorkerWrapper pid=4009) [rank1]: boom", "boom", Some(1), None),
             ("[rank6]:W1101 02:43:39.336000 143 site-packages/torch/x.py:1] warn", "warn", Some(6), Some('W')),
             ("[0]:", "[0]:", None, None),
@@ -716,6 +762,15 @@ mod tests {
             ("    W1129 16:36:58.609000 22553 torch/distributed/run.py:982] Setting", "Setting", None, Some('W')),
             ("    2026-11-29 16:37:09,335 ERROR [train] rank 2: skipping", "[train] rank 2: skipping", None, Some('E')),
             ("    INFO: not a prefix past the indent", "    INFO: not a prefix past the indent", None, None),
+            // Open MPI's --tag-output and horovodrun: the MPI rank.
+            ("[1,3]<stderr>:RuntimeError: x", "RuntimeError: x", Some(3), None),
+            ("[2]<stdout>:    loss.backward()", "    loss.backward()", Some(2), None),
+            // A platform's timestamp, task id and rank label (Determined).
+            ("[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || Traceback (most recent call last):", "Traceback (most recent call last):", Some(1), None),
+            ("[2024-02-27T21:35:28.727029Z] fa88a9df [rank=2] ||   File \"t.py\", line 1, in f", "  File \"t.py\", line 1, in f", Some(2), None),
+            // One separator after a bare timestamp: the frame's indentation stays.
+            ("2023-03-23 19:14:23   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", None, None),
+            ("2023-03-23 19:14:23 TypeError: x", "TypeError: x", None, None),
         ];
         for (input, text, rank, level) in table {
             let l = clean(input);
@@ -742,6 +797,16 @@ mod tests {
         let b = clean("[2026-11-29 11:00:00,001] m: [ERROR] x").ts.unwrap();
         assert!(a < b);
         assert_eq!(a.clock(), "10:59:59");
+    }
+
+    #[test]
+    fn full_width_punctuation_is_ascii() {
+        assert_eq!(
+            clean("RuntimeError\u{ff1a}Attempting to deserialize object on a CUDA device\u{ff08}cpu\u{ff09}\u{3002}")
+                .text,
+            "RuntimeError:Attempting to deserialize object on a CUDA device(cpu)."
+        );
+        assert_eq!(clean("\u{4f60}\u{597d}\u{3001}\u{ff0c}").text, "\u{4f60}\u{597d},,");
     }
 
     #[test]

@@ -482,6 +482,20 @@ fn quick_rank(raw: &[u8]) -> Option<u32> {
             }
         }
     }
+    // `[1,3]<stderr>:` / `[3]<stdout>:`, Open MPI's and horovodrun's tags: the MPI rank.
+    if let Some(body) = raw.strip_prefix(b"[") {
+        let first = body.iter().take_while(|c| c.is_ascii_digit()).count();
+        let (digits_at, n) = match body.get(first) {
+            Some(b',') if first > 0 => {
+                let n = body[first + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                (first + 1, n)
+            }
+            _ => (0, first),
+        };
+        if (1..=6).contains(&n) && body[digits_at + n..].starts_with(b"]<") {
+            return std::str::from_utf8(&body[digits_at..digits_at + n]).ok()?.parse().ok();
+        }
+    }
     let mut s = raw;
     let mut found = None;
     for _ in 0..2 {
@@ -516,7 +530,10 @@ mod tests {
 
     #[test]
     fn quick_ranks() {
-        let table: [(&[u8], Option<u32>); 7] = [
+        let table: [(&[u8], Option<u32>); 10] = [
+            (b"[1,3]<stderr>: x", Some(3)),
+            (b"[5]<stdout>:x", Some(5)),
+            (b"[5] <stdout>:x", None),
             (b"[gpu-node-7:3]: x", Some(3)),
             (b"[rank3]: x", Some(3)),
             (b"rank7]: x", Some(7)),

@@ -175,6 +175,7 @@ fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra:
                 raised::Shape::Repr => "repr",
                 raised::Shape::Field => "field",
                 raised::Shape::Footer => "footer",
+                raised::Shape::TypeRepr => "type-repr",
             };
             let class = Some(r.short_class().to_string());
             // pytest's footer (`visionkit/layers/rope.py:77: RuntimeError`) says where the
