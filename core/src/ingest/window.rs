@@ -324,9 +324,11 @@ impl Window {
         };
         // A terminal that hard-wrapped a ranked line put the rest of it on the next
         // line without the `[rankN]:` prefix: it goes to the rank it continues.
-        let full_row = self.rows.fills_row(raw.strip_suffix(b"\r").unwrap_or(raw).len());
+        let len = raw.strip_suffix(b"\r").unwrap_or(raw).len();
+        let full_row = self.rows.fills_row(len);
         let quick = quick_rank(raw);
-        let wrapped_from = if quick.is_none() && !starts_record(raw) { self.wrap_rank } else { None };
+        let rest_of_row = quick.is_none() && !starts_record(raw) && self.rows.fits_row(len);
+        let wrapped_from = if rest_of_row { self.wrap_rank } else { None };
         let qrank = quick.or(wrapped_from);
         self.wrap_rank = if full_row { qrank } else { None };
         if let Some(r) = qrank.filter(|r| *r < MAX_RANK) {
@@ -654,5 +656,12 @@ mod tests {
         // Too few lines of the row width to call it a row.
         let log = [row("[rank3]: c"), "launcher".into()];
         assert_eq!(kept_ranks(&(log.join("\n") + "\n"))[1].1, None);
+        // Fixed-width step lines look like rows; a line longer than a row after them is
+        // not their rest (the rest of a row is never longer than the row).
+        let mut log: Vec<String> = (0..4).map(|_| row("[rank1]: step")).collect();
+        log.push(format!("RuntimeError: {:-<150}", "NCCL communicator was aborted"));
+        log.push("rest".into());
+        let ranks = kept_ranks(&(log.join("\n") + "\n"));
+        assert_eq!(ranks[4].1, None, "{:?}", ranks[4]);
     }
 }

@@ -66,6 +66,13 @@ impl Rows {
             && self.over.saturating_mul(10) <= rows
             && (self.width..=self.width + ROW_SLACK).contains(&len)
     }
+
+    /// Whether a line of `len` bytes could be the rest of a wrapped row: never longer
+    /// than a row. (Fixed-width step lines look like a wrapped log; a long exception
+    /// line printed after them is not their rest.)
+    pub(crate) fn fits_row(&self, len: usize) -> bool {
+        len <= self.width + ROW_SLACK
+    }
 }
 
 /// A line that starts a log record of its own (a glog or timestamped logger line, a

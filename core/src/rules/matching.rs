@@ -475,8 +475,10 @@ impl Stream<'_> {
     /// (`ERROR [train] rank 2: skipping bad batch`) belongs to that rank.
     pub(crate) fn rank_from_intro(&self, start: usize) -> Option<u32> {
         let prev_line = self.lines.get(start.checked_sub(1)?)?;
-        // Only a logger line (timestamp and level), not a training print like `[rank 0] step 3`.
-        if !prev_line.logger || prev_line.level.is_none() {
+        // Only a logger line (timestamp and level), not a training print like `[rank 0] step 3`;
+        // and only a record that reports trouble: `INFO rank 7 saved checkpoint` is progress
+        // that happened to be printed last, not the introduction of what follows.
+        if !prev_line.logger || !matches!(prev_line.level, Some('E' | 'W' | 'F')) {
             return None;
         }
         let prev = &prev_line.text;
