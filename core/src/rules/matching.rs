@@ -293,7 +293,7 @@ fn match_events(
         *n += 1;
         // A later sentence stands for the message only where it begins one: at the
         // start of its line, or after an exception class.
-        if a.entry > 0 && !begins_message(hay, start, extra) {
+        if a.entry > 0 && !begins_message(hay, starts[line], start, extra) {
             return;
         }
         let pool = pools.entry(line).or_insert_with(|| {
@@ -303,7 +303,7 @@ fn match_events(
         let Some(m) = t.match_entry_pooled(hay, start, a.entry, pool) else { return };
         // A message whose first letter is in the other case (`killed by signal`) is
         // that message only where one begins, unless its leading words are distinctive.
-        if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, start, extra) {
+        if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, starts[line], start, extra) {
             return;
         }
         let (ri, ti) = (a.rule, a.template);
@@ -567,8 +567,8 @@ pub(crate) fn exception_class<'a>(
         return Some(x.short_class().to_string());
     }
     let line = line_at(first)?;
-    let col = (0..=col.min(line.len())).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
-    let before = &line[..col];
+    let col = floor_boundary(line, col);
+    let before = tail(&line[..col], CLASS_LOOKBACK);
     let short = |c: &str| c.rsplit(['.', ':']).next().unwrap_or(c).to_string();
     if let Some(c) = raised::class_before(before, extra).or_else(|| raised::last_class(before, extra)) {
         return Some(short(c));
@@ -576,7 +576,8 @@ pub(crate) fn exception_class<'a>(
     if let Some((c, _)) = traceback::exception_line(before.trim()).filter(|(c, _)| raised::is_class(c, extra)) {
         return Some(short(c));
     }
-    if let Some(r) = raised::find(line, extra).filter(|r| r.shape == raised::Shape::Field) {
+    if let Some(r) = raised::find(around(line, col, CLASS_LOOKBACK), extra).filter(|r| r.shape == raised::Shape::Field)
+    {
         return Some(short(&r.class));
     }
     if line.trim_start().starts_with("what():") {
@@ -584,7 +585,7 @@ pub(crate) fn exception_class<'a>(
         return c.map(short);
     }
     // A frameless block: `RuntimeError:` alone, the message on the lines below.
-    if before.trim().is_empty() {
+    if line[..col].trim().is_empty() {
         if let Some(prev) = first.checked_sub(1).and_then(&line_at) {
             let p = prev.trim();
             if let Some(c) = p.strip_suffix(':').filter(|c| raised::is_class(c, extra)) {
@@ -593,10 +594,43 @@ pub(crate) fn exception_class<'a>(
         }
     }
     // pytest prints the class again after the message: `tests/test_x.py:12: ValueError`.
+    // A footer is a short line; a long one is not read again for every message above it.
     (first + 1..first + 4).find_map(|i| {
-        let r = raised::find(line_at(i)?, extra)?;
+        let l = line_at(i).filter(|l| l.len() <= CLASS_LOOKBACK)?;
+        let r = raised::find(l, extra)?;
         (r.shape == raised::Shape::Footer).then(|| short(&r.class))
     })
+}
+
+/// How far from a message its class is looked for, in bytes. A class is printed right
+/// before its message (`RuntimeError: `, a logger's prose) or in a field beside it; a
+/// 64 KiB line holding a thousand messages must cost messages x this, not messages x
+/// line (it took 2.3 s a megabyte).
+const CLASS_LOOKBACK: usize = 1024;
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_boundary(s: &str, i: usize) -> usize {
+    (0..=i.min(s.len())).rev().find(|&c| s.is_char_boundary(c)).unwrap_or(0)
+}
+
+/// The last `n` bytes of `s` (whole characters); when cut, from the first character
+/// that cannot be inside a name, so a class cut in two is not read as its tail.
+fn tail(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        return s;
+    }
+    let from = s.len() - n;
+    let from = (from..s.len()).find(|&c| s.is_char_boundary(c)).unwrap_or(s.len());
+    let t = &s[from..];
+    let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':');
+    t.find(|c: char| !name(c)).map_or("", |p| &t[p..])
+}
+
+/// `line` within `n` bytes either side of byte `col` (whole characters).
+fn around(line: &str, col: usize, n: usize) -> &str {
+    let a = floor_boundary(line, col.saturating_sub(n));
+    let b = floor_boundary(line, col.saturating_add(n));
+    &line[a..b.max(a)]
 }
 
 /// Longest `message` evidence, in characters.
@@ -604,12 +638,32 @@ const MAX_MESSAGE: usize = 600;
 
 /// Whitespace-normalised one-line text, cut at [`MAX_MESSAGE`] characters.
 pub(crate) fn one_line(s: &str) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= MAX_MESSAGE {
-        return flat;
+    one_line_of(std::iter::once(s))
+}
+
+/// [`one_line`] of texts read one after another, reading no further than the cut (a
+/// message on a 64 KiB line costs its 600 characters, not the line).
+fn one_line_of<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    for word in parts.flat_map(str::split_whitespace) {
+        if !out.is_empty() {
+            if chars >= MAX_MESSAGE {
+                out.push_str(" ...");
+                return out;
+            }
+            out.push(' ');
+            chars += 1;
+        }
+        let n = word.chars().count();
+        if chars + n > MAX_MESSAGE {
+            out.extend(word.chars().take(MAX_MESSAGE - chars));
+            out.push_str(" ...");
+            return out;
+        }
+        out.push_str(word);
+        chars += n;
     }
-    let mut out: String = flat.chars().take(MAX_MESSAGE).collect();
-    out.push_str(" ...");
     out
 }
 
@@ -655,10 +709,9 @@ impl<'s> Stream<'s> {
             None => {
                 // Outside a parsed traceback the message is what follows its class.
                 let line = self.lines[e.first].text.as_str();
-                let col = (0..=col.min(line.len())).rev().find(|&c| line.is_char_boundary(c)).unwrap_or(0);
-                let mut text: Vec<&str> = vec![line[col..].trim()];
-                text.extend((e.first + 1..=e.last).map(|i| self.lines[i].text.trim()));
-                one_line(&text.join("\n"))
+                let col = floor_boundary(line, col);
+                let rest = (e.first + 1..=e.last).map(|i| self.lines[i].text.as_str());
+                one_line_of(std::iter::once(&line[col..]).chain(rest))
             }
         };
         Incident {
@@ -748,14 +801,17 @@ impl<'s> Stream<'s> {
 
 /// Whether a message may begin at byte `start` of `hay`: nothing before it on its line
 /// but whitespace, quotes, or an exception class and its colon.
-fn begins_message(hay: &str, start: usize, extra: &[String]) -> bool {
-    let line_start = hay[..start].rfind('\n').map_or(0, |p| p + 1);
+fn begins_message(hay: &str, line_start: usize, start: usize, extra: &[String]) -> bool {
     // A message the user shortened (`RuntimeError: ... To use CUDA with ...`) begins
     // after the ellipsis.
-    let before = hay[line_start..start]
+    let seg = &hay[line_start..start];
+    // Only the class right before it is read: attempts along a 64 KiB line each cost
+    // this much, not the line so far.
+    let near = tail(seg, CLASS_LOOKBACK);
+    let before = near
         .trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
         .trim_end_matches(['.', '\u{2026}', ' ']);
-    before.is_empty() || raised::class_before(before, extra).is_some()
+    (before.is_empty() && near.len() == seg.len()) || raised::class_before(before, extra).is_some()
 }
 
 /// The first occurrence of `word` in `hay`, also with its first letter's case swapped
