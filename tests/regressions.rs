@@ -188,13 +188,18 @@ fn a_template_too_long_to_match_safely_is_refused_at_load() {
     assert_eq!(r.primary().map(|f| f.id.as_str()), Some("hostile"), "{}", r.to_json());
 }
 
-/// Runs of optional groups (`aaa{?a}{?a}...b`) are 2^30 paths for a backtracking
-/// matcher; remembered failures make them pieces x positions, so a megabyte of `a`
-/// diagnoses in a fraction of a second (it took 98 s before).
+/// Runs of optional groups (`aaa{?a}{?a}...b`) are 2^n paths for a backtracking
+/// matcher. A run longer than 8 is refused when the pack loads, with the rule's name;
+/// a run of 8 is allowed, and remembered failures make it pieces x positions, so a
+/// megabyte of `a` diagnoses in a fraction of a second (30 in a row took 98 s before).
 #[test]
 fn runs_of_optional_groups_cost_polynomial_work() {
-    let template = "aaa".to_string() + &"{?a}".repeat(30) + "b";
-    let text = rule_with(&template);
+    let text = rule_with(&("aaa".to_string() + &"{?a}".repeat(30) + "b"));
+    let err = Engine::with_extra(&[torchdx_core::RuleSource { name: "hostile.toml", text: &text }]).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("hostile.toml") && msg.contains("30 optional groups or alternatives in a row"), "{msg}");
+
+    let text = rule_with(&("aaa".to_string() + &"{?a}".repeat(8) + "b"));
     let engine = Engine::with_extra(&[torchdx_core::RuleSource { name: "hostile.toml", text: &text }]).unwrap();
     let log = ("a".repeat(1023) + "\n").repeat(1024);
     let t0 = std::time::Instant::now();
@@ -203,8 +208,10 @@ fn runs_of_optional_groups_cost_polynomial_work() {
     // Generous for a debug build; the old matcher took minutes.
     assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
     // And it still matches where it should, at any number of optional letters.
-    let r = engine.diagnose(&format!("{}b\n", "a".repeat(3 + 17)));
-    assert_eq!(r.primary().map(|f| f.id.as_str()), Some("hostile"));
+    for extra in [0, 5, 8] {
+        let r = engine.diagnose(&format!("{}b\n", "a".repeat(3 + extra)));
+        assert_eq!(r.primary().map(|f| f.id.as_str()), Some("hostile"), "{extra}");
+    }
 }
 
 /// Near misses of a built-in template repeated along long lines (the device-side
@@ -225,6 +232,24 @@ fn near_misses_along_long_lines_cost_bounded_work() {
     let real = "/w/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
     let r = engine.diagnose(&format!("{log}{real}"));
     assert!(r.findings.iter().any(|f| f.id == "device-side-assert"), "{}", r.to_json());
+}
+
+/// Messages that match, a thousand to a 64 KiB line (`can't convert cuda:0 tensor to
+/// weigh` repeated): each costs its own text, not the line. The class before a message,
+/// a field beside it and its evidence are read near it; reading the line for each took
+/// 2.5 s a megabyte in release. The evidence still holds one whole message.
+#[test]
+fn many_messages_along_long_lines_cost_their_own_text() {
+    let engine = Engine::builtin();
+    let unit = "can't convert cuda:0 tensor to weigh ";
+    let line: String = unit.repeat(65000 / unit.len());
+    let log = (line + "\n").repeat(16);
+    let t0 = std::time::Instant::now();
+    let r = engine.diagnose(&log);
+    assert!(t0.elapsed().as_secs() < 15, "{:?}", t0.elapsed());
+    let f = r.findings.iter().find(|f| f.id == "tensor-to-numpy-on-cuda").expect("found");
+    let msg = f.evidence.get("message").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(msg.starts_with("can't convert cuda:0 tensor to weigh") && msg.ends_with(" ...") && msg.chars().count() <= 604, "{msg}");
 }
 
 /// The piece limit (600, refused at load) leaves the built-in templates below half of
@@ -310,4 +335,47 @@ fn one_failure_on_thousands_of_ranks_lists_every_rank() {
     assert_eq!(timeouts.len(), 1, "{}", r.findings.len());
     assert_eq!(timeouts[0].ranks, (0..ranks).collect::<Vec<_>>());
     assert!(!timeouts[0].evidence.extra.contains_key("similar_omitted"));
+}
+
+/// Streaming is exact for lines longer than any chunk: a 300 KB line (its middle is
+/// never kept) whose middle names the model (`LSTM`, a text a case asks about), then a
+/// backward-twice traceback. Whole input and every chunking, down to one byte, give the
+/// same report, and the case the middle decides is the one chosen (the stream lost it).
+#[test]
+fn a_needle_in_the_middle_of_a_long_line_is_seen_whatever_the_chunking() {
+    let engine = Engine::builtin();
+    let filler = "x".repeat(150_000);
+    let log = format!(
+        "{filler} config: model=LSTM hidden=512 {filler}\nTraceback (most recent call last):\n  File \"/w/train.py\", line 9, in <module>\n    loss.backward()\nRuntimeError: Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed).\n"
+    );
+    let whole = engine.diagnose(&log);
+    let f = whole.findings.iter().find(|f| f.id == "backward-twice").expect("backward-twice");
+    assert_eq!(f.trace.case.as_deref(), Some("recurrent-state-carried-across"));
+    assert_eq!(whole.input.truncated_lines, 1);
+    let json = whole.to_json();
+    for chunk in [1, 7, 4096, 65_536, 100_000] {
+        let mut s = engine.stream();
+        for c in log.as_bytes().chunks(chunk) {
+            s.feed(c);
+        }
+        assert_eq!(s.finish().to_json(), json, "chunks of {chunk} bytes");
+    }
+}
+
+/// `rules check` on a third-party file whose one line holds thousands of unknown
+/// placeholders: each text is located once (it was one whole-file search per
+/// placeholder: 77 s for 20,000), and a file reports the first 20 and how many more.
+#[test]
+fn thousands_of_unknown_placeholders_are_reported_twenty_and_a_count() {
+    use torchdx_core::authoring::check;
+    use torchdx_core::RuleSource;
+    let holes: String = (0..3000).map(|i| format!("{{nothing_{i}}} ")).collect();
+    let text = format!(
+        "id = \"widget-failed\"\nfamily = \"other\"\ntitle = \"A widget failed\"\nsummary = \"s\"\nmechanism = \"{holes}\"\nchecklist = [\"c\"]\nfix = \"f\"\nverify = \"v\"\nprevent = \"p\"\nnext_action = \"n\"\nrelated = []\n\n[[match]]\ntemplate = \"Widget frobnication failed\"\n"
+    );
+    let report = check::check(&[RuleSource { name: "widget-failed.toml", text: &text }], &[]);
+    let placeholder: Vec<_> = report.diagnostics.iter().filter(|d| d.code() == "placeholder").collect();
+    assert_eq!(placeholder.len(), 21, "{}", placeholder.len());
+    assert!(placeholder[20].to_string().contains("2980 more unknown placeholders"), "{}", placeholder[20]);
+    assert!(placeholder.iter().all(|d| d.line() == 5));
 }

@@ -297,6 +297,9 @@ fn contradicted_kind(ex: &Example) -> Option<String> {
     })
 }
 
+/// Unknown placeholders one file reports one by one.
+const PLACEHOLDER_PROBLEMS: usize = 20;
+
 /// Placeholders in text and keys in conditions must name something a template
 /// captures or the engine provides; scaffold text must be gone.
 fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
@@ -354,10 +357,21 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
+    // Each text is located once, and one file reports at most PLACEHOLDER_PROBLEMS
+    // unknown placeholders, then how many more (a line of 20,000 of them asked for
+    // 20,000 searches of the whole file and as many snippets).
+    let mut unknown = 0usize;
+    let mut first_past_cap = None;
     for text in texts {
+        let base = std::cell::OnceCell::new();
         for p in text::placeholders(text) {
             if !known(p.key) {
-                let off = locate_text(src.text, text).map(|o| o + p.offset).unwrap_or(0);
+                unknown += 1;
+                let off = base.get_or_init(|| locate_text(src.text, text)).map(|o| o + p.offset).unwrap_or(0);
+                if unknown > PLACEHOLDER_PROBLEMS {
+                    first_past_cap.get_or_insert(off);
+                    continue;
+                }
                 out.push(diag(
                     src,
                     Code::Placeholder,
@@ -367,6 +381,16 @@ fn check_text(src: &RuleSource<'_>, rule: &Rule, out: &mut Vec<Diagnostic>) {
                 ));
             }
         }
+    }
+    if let Some(off) = first_past_cap {
+        let more = unknown - PLACEHOLDER_PROBLEMS;
+        out.push(diag(
+            src,
+            Code::Placeholder,
+            off,
+            format!("{more} more unknown placeholder{} in this file, from here on", if more == 1 { "" } else { "s" }),
+            Some("fix the ones above first; `torchdx rules check` reports the rest again"),
+        ));
     }
     let whens = s
         .cases

@@ -46,6 +46,13 @@ pub(crate) trait Trigger {
     fn line_pool(&self, len: usize) -> u64;
     /// Whether every line must be kept (the prefilter is off).
     fn keeps_everything(&self) -> bool;
+    /// Marks in `seen` every needle occurring in `bytes` (overlapping: all of them). Run
+    /// over every byte of a line too long to keep whole, so what its dropped middle said
+    /// is known whatever the chunking.
+    fn mark_needles(&self, bytes: &[u8], seen: &mut [bool]);
+    /// Bytes of overlap two searches by [`Trigger::mark_needles`] need for a needle across
+    /// their boundary (the longest needle, less one).
+    fn needle_margin(&self) -> usize;
     /// For a line whose anchor hits all failed: whether a structural literal or a needle
     /// occurs in it after all (overlapping search; marks the needles in `seen`).
     ///
@@ -200,14 +207,23 @@ impl Window {
         if !self.partial.is_empty() {
             match memchr(rest) {
                 Some(p) => {
-                    self.extend_partial(&rest[..p]);
+                    self.extend_partial(trigger, &rest[..p]);
                     let raw = std::mem::take(&mut self.partial);
-                    self.partial_cut = false;
-                    self.whole_line(trigger, &raw);
+                    let cut = std::mem::take(&mut self.partial_cut);
+                    if cut {
+                        // Its middle went as it arrived: head and tail, as a whole line
+                        // this long is read (`long_line`).
+                        let half = MAX_LINE / 2;
+                        let mut two = raw[..half].to_vec();
+                        two.extend_from_slice(&raw[raw.len() - half..]);
+                        self.whole_line(trigger, &two, true);
+                    } else {
+                        self.whole_line(trigger, &raw, false);
+                    }
                     rest = &rest[p + 1..];
                 }
                 None => {
-                    self.extend_partial(rest);
+                    self.extend_partial(trigger, rest);
                     return;
                 }
             }
@@ -229,9 +245,23 @@ impl Window {
             while h < hits.len() && hits[h].0 < start {
                 h += 1;
             }
+            let line = &body[start..end];
+            if line.len() > 2 * MAX_LINE {
+                // Read as the stream reads it whatever the chunking: its needles from
+                // every byte, the rest from its head and tail only.
+                while h < hits.len() && hits[h].0 < end {
+                    h += 1;
+                }
+                trigger.mark_needles(line, &mut self.seen);
+                let half = MAX_LINE / 2;
+                let mut two = line[..half].to_vec();
+                two.extend_from_slice(&line[line.len() - half..]);
+                self.whole_line(trigger, &two, true);
+                start = end + 1;
+                continue;
+            }
             let mut hit = false;
             let first_hit = h;
-            let line = &body[start..end];
             // `Some(judged)` once a hit needs the line judged.
             let mut judged: Option<Option<&str>> = None;
             let mut pool = trigger.line_pool(line.len());
@@ -250,28 +280,37 @@ impl Window {
             if !hit && line_hits.iter().any(|h| h.1.is_some()) {
                 hit = trigger.rescan(line, line_hits, start, &mut self.seen);
             }
-            self.line(trigger, line, hit);
+            self.line(trigger, line, hit, false);
             start = end + 1;
         }
         self.hits = hits;
-        self.extend_partial(tail);
+        self.extend_partial(trigger, tail);
     }
 
     /// Accumulates an unfinished line, keeping its head and its tail when it grows
-    /// past [`MAX_LINE`] (a one-line paste ends with its exception).
-    fn extend_partial(&mut self, bytes: &[u8]) {
+    /// past twice [`MAX_LINE`] (a one-line paste ends with its exception). Once it is
+    /// that long, every byte is searched for needles as it arrives, with the overlap a
+    /// needle across two reads needs: a long line says the same whatever the chunking.
+    fn extend_partial(&mut self, trigger: &dyn Trigger, bytes: &[u8]) {
+        let margin_from = self.partial.len().saturating_sub(trigger.needle_margin());
         self.partial.extend_from_slice(bytes);
+        if self.partial_cut {
+            trigger.mark_needles(&self.partial[margin_from..], &mut self.seen);
+        } else if self.partial.len() > 2 * MAX_LINE {
+            trigger.mark_needles(&self.partial, &mut self.seen);
+            self.partial_cut = true;
+        }
         if self.partial.len() > 2 * MAX_LINE {
             let half = MAX_LINE / 2;
             let tail_from = self.partial.len() - half;
             self.partial.copy_within(tail_from.., half);
             self.partial.truncate(2 * half);
-            self.partial_cut = true;
         }
     }
 
-    /// A line assembled across chunks: scanned on its own.
-    fn whole_line(&mut self, trigger: &dyn Trigger, raw: &[u8]) {
+    /// A line assembled across chunks, or the head and tail of a long one (`cut`):
+    /// scanned on its own.
+    fn whole_line(&mut self, trigger: &dyn Trigger, raw: &[u8], cut: bool) {
         let mut hits = Vec::new();
         trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
         let judged = trigger.judgeable(raw);
@@ -283,14 +322,21 @@ impl Window {
             })
         });
         let hit = hit || (hits.iter().any(|h| h.1.is_some()) && trigger.rescan(raw, &hits, 0, &mut self.seen));
-        self.line(trigger, raw, hit);
+        self.line(trigger, raw, hit, cut);
     }
 
     /// Ends the input: what was retained.
     pub(crate) fn finish(mut self, trigger: &dyn Trigger) -> Retained {
         if !self.partial.is_empty() {
             let raw = std::mem::take(&mut self.partial);
-            self.whole_line(trigger, &raw);
+            if std::mem::take(&mut self.partial_cut) {
+                let half = MAX_LINE / 2;
+                let mut two = raw[..half].to_vec();
+                two.extend_from_slice(&raw[raw.len() - half..]);
+                self.whole_line(trigger, &two, true);
+            } else {
+                self.whole_line(trigger, &raw, false);
+            }
         }
         let ranks: Vec<u32> = self.ranks.iter().enumerate().filter(|(_, s)| **s).map(|(r, _)| r as u32).collect();
         Retained {
@@ -304,13 +350,15 @@ impl Window {
         }
     }
 
-    fn line(&mut self, trigger: &dyn Trigger, raw: &[u8], hit: bool) {
+    /// One line of the input; `cut`: the head and tail of a line whose middle already
+    /// went (longer than twice [`MAX_LINE`]).
+    fn line(&mut self, trigger: &dyn Trigger, raw: &[u8], hit: bool, cut: bool) {
         self.lines += 1;
         let no = self.lines;
         // An overlong line keeps its head and its tail, where a one-line paste has its
         // exception; the cleaner marks it truncated.
         let joined;
-        let raw = if raw.len() > MAX_LINE {
+        let raw = if raw.len() > MAX_LINE || cut {
             let half = MAX_LINE / 2 - 8;
             let mut v = Vec::with_capacity(MAX_LINE);
             v.extend_from_slice(&raw[..half]);
@@ -569,6 +617,10 @@ mod tests {
         fn rescan(&self, _: &[u8], _: &[(usize, Option<usize>)], _: usize, _: &mut [bool]) -> bool {
             true
         }
+        fn mark_needles(&self, _: &[u8], _: &mut [bool]) {}
+        fn needle_margin(&self) -> usize {
+            0
+        }
     }
 
     /// A trigger whose every `line` word is an anchor hit that fails, counting how often
@@ -601,6 +653,10 @@ mod tests {
         }
         fn rescan(&self, _: &[u8], _: &[(usize, Option<usize>)], _: usize, _: &mut [bool]) -> bool {
             false
+        }
+        fn mark_needles(&self, _: &[u8], _: &mut [bool]) {}
+        fn needle_margin(&self) -> usize {
+            0
         }
     }
 

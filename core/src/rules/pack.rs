@@ -59,6 +59,8 @@ pub(crate) enum Code {
     /// A `lookup` naming a table `data/codes.toml` does not hold, or a code row naming
     /// an unknown family.
     Lookup,
+    /// A condition the engine cannot honour where it is written.
+    Condition,
 }
 
 impl Code {
@@ -81,6 +83,7 @@ impl Code {
             Code::Examples => "examples",
             Code::Duplicate => "duplicate",
             Code::Lookup => "lookup",
+            Code::Condition => "condition",
         }
     }
 }
@@ -534,6 +537,29 @@ pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec, families: &[FamilySpec]
         }
         if !names.insert(name.as_str()) {
             return Err(err(Code::Case, &path, format!("case name `{name}` is used twice in this rule")));
+        }
+    }
+    // A condition that cannot be honoured is refused, never ignored.
+    for (i, m) in spec.matches.iter().enumerate() {
+        if m.when.as_ref().is_some_and(|w| !w.on_values_only()) {
+            return Err(err(
+                Code::Condition,
+                &[Seg::Key("match"), Seg::Index(i), Seg::Key("when")],
+                "a [[match]] `when` sees only the match's own captures: `frame_contains`, `log_contains` and `exception` are not known yet there".into(),
+            )
+            .with_hint("move the condition to a [[case]], or use the template's `exception = [...]` filter"));
+        }
+    }
+    let whens = spec.cases.iter().enumerate().map(|(i, c)| (&c.when, Seg::Key("case"), i));
+    let decided = spec.culprit_cases.iter().enumerate().map(|(i, c)| (&c.when, Seg::Key("culprit_case"), i));
+    for (w, table, i) in whens.chain(decided) {
+        if let Some(n) = w.log_texts().into_iter().find(|n| n.contains('\n') || n.is_empty()) {
+            return Err(err(
+                Code::Condition,
+                &[table, Seg::Index(i), Seg::Key("when")],
+                format!("`log_contains` text {n:?} is empty or spans lines: the log is searched line by line"),
+            )
+            .with_hint("give one line's text (a distinctive part of it)"));
         }
     }
     for (i, ex) in spec.examples.iter().enumerate() {

@@ -324,6 +324,18 @@ impl Trigger for Scan<'_> {
         !self.prefilter.enabled
     }
 
+    fn mark_needles(&self, bytes: &[u8], seen: &mut [bool]) {
+        for m in self.prefilter.needle_ac.find_overlapping_iter(bytes) {
+            if let Some(s) = seen.get_mut(m.pattern().as_usize()) {
+                *s = true;
+            }
+        }
+    }
+
+    fn needle_margin(&self) -> usize {
+        self.prefilter.needles.iter().map(String::len).max().unwrap_or(1).saturating_sub(1)
+    }
+
     fn rescan(&self, raw: &[u8], hits: &[(usize, Option<usize>)], base: usize, seen: &mut [bool]) -> bool {
         let pre = self.prefilter;
         // The scan is leftmost-longest, so a literal it hid starts inside a reported

@@ -123,6 +123,15 @@ pub struct When {
 }
 
 impl When {
+    /// Whether these conditions (nested ones included) name only values: what a
+    /// `[[match]]`'s `when` can test, before frames, log and class are known.
+    pub fn on_values_only(&self) -> bool {
+        self.frame_contains.is_empty()
+            && self.log_contains.is_empty()
+            && self.exception.is_empty()
+            && self.any.iter().all(When::on_values_only)
+    }
+
     /// Every `log_contains` text of these conditions, nested ones included.
     pub fn log_texts(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self.log_contains.iter().map(String::as_str).collect();

@@ -35,6 +35,35 @@ const STEP_BUDGET: u32 = 20_000;
 /// built-in template (DDP's unused-parameters message) has 283; the WASM stack (1 MB)
 /// overflowed at about 4,000 pieces of captures.
 const MAX_PIECES: usize = 600;
+/// Optional groups and alternatives a template may have in a row without literal text
+/// between them (the built-in pack's longest run is 4).
+const MAX_CHOICE_RUN: usize = 8;
+
+/// The longest run of optional groups and alternatives with no literal between them,
+/// groups' insides included.
+fn choice_run(pieces: &[Piece]) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for p in pieces {
+        match p {
+            Piece::Opt(inner) => {
+                run += 1;
+                longest = longest.max(choice_run(inner));
+            }
+            Piece::Alt(alts) => {
+                run += 1;
+                for a in alts {
+                    longest = longest.max(choice_run(a));
+                }
+            }
+            Piece::Lit(_) | Piece::Fields(_) => run = 0,
+            Piece::Space | Piece::Capture { .. } => {}
+        }
+        longest = longest.max(run);
+    }
+    longest
+}
+
 /// Steps after which an attempt remembers where it failed: (piece, position) pairs
 /// that failed once fail again, so runs of optional groups (`{?a}{?a}...`) cost
 /// pieces x positions, not 2^groups. Ordinary attempts finish long before this.
@@ -302,6 +331,18 @@ impl Template {
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let mut count = 0;
         let pieces = parse_seq(src, src, 0, &mut count)?;
+        // Optional groups and alternatives in a row with no literal between them can all
+        // match the same text, in as many ways as their product (`{?a}` thirty times
+        // spent the whole step budget at every anchor): refused here, with where.
+        let run = choice_run(&pieces);
+        if run > MAX_CHOICE_RUN {
+            return Err(TemplateError {
+                offset: 0,
+                message: format!(
+                    "{run} optional groups or alternatives in a row with no literal text between them (at most {MAX_CHOICE_RUN}): they can match the same text in too many ways; put literal text between them or write one group"
+                ),
+            });
+        }
         // A name the message begins with (`add_ received an invalid combination ...`)
         // may be captured before the leading words: it is read backwards from them.
         let lead_capture = match (pieces.first(), pieces.get(1), pieces.get(2)) {
