@@ -95,6 +95,11 @@ const PUBLIC_DOMAINS: &[&str] = &[
     "deepspeed.ai",
     "lightning.ai",
     "example.org",
+    // Webhook services: the host says where a notification went; the path is the
+    // credential and goes (see `webhooks`).
+    "slack.com",
+    "discord.com",
+    "office.com",
 ];
 /// Top-level labels that make a dotted word a host name.
 const TLDS: &[&str] = &[
@@ -396,6 +401,7 @@ fn credentials(line: &str, v: &mut Vec<Hit>) {
     key_values(line, v);
     headers_and_schemes(line, v);
     urls(line, v);
+    webhooks(line, v);
     command_lines(line, v);
     pem_inline(line, v);
 }
@@ -545,6 +551,8 @@ struct Pair {
     /// Spaces around the separator (`x = y`): Python code looks like this.
     spaced: bool,
     sep: u8,
+    /// The key starts a URL's authority (`https://user:pass@host`): `urls` reads it.
+    in_url: bool,
 }
 
 fn pairs(line: &str, want: impl Fn(&str) -> bool) -> Vec<Pair> {
@@ -606,7 +614,8 @@ fn pairs(line: &str, want: impl Fn(&str) -> bool) -> Vec<Pair> {
             }
             (s, e)
         };
-        out.push(Pair { name, value: (vs, ve), quoted: quote.is_some(), spaced, sep: c });
+        let in_url = line[..k].ends_with("://");
+        out.push(Pair { name, value: (vs, ve), quoted: quote.is_some(), spaced, sep: c, in_url });
     }
     out
 }
@@ -685,6 +694,11 @@ fn key_values(line: &str, v: &mut Vec<Hit>) {
         return;
     }
     for p in pairs(line, |k| secret_key(k).is_some() || USER_KEYS.contains(&k)) {
+        // `https://x-access-token:TOKEN@github.com/o/r`: the URL's own reader keeps the
+        // host and path and takes the token.
+        if p.in_url {
+            continue;
+        }
         if let Some(class) = secret_key(&p.name) {
             // A password may be short (`passwd=pw0`); a token under a generic key is not.
             let min = if class == Class::Password { 1 } else { 4 };
@@ -771,7 +785,8 @@ fn urls(line: &str, v: &mut Vec<Hit>) {
         }
         match info.split_once(':') {
             Some((user, pass)) => {
-                if !user.is_empty() && !SYSTEM_USERS.contains(&user) {
+                // `x-access-token`, `oauth2`, `apikey`: a token's label, not a person.
+                if !user.is_empty() && !SYSTEM_USERS.contains(&user) && !URL_TOKEN_USERS.contains(&user) {
                     v.push(Hit { start: s, end: s + user.len(), what: What::User });
                 }
                 if !pass.is_empty() {
@@ -784,6 +799,34 @@ fn urls(line: &str, v: &mut Vec<Hit>) {
             }
             None if !SYSTEM_USERS.contains(&info) => v.push(Hit { start: s, end: s + info.len(), what: What::User }),
             None => {}
+        }
+    }
+}
+
+/// User names a URL carries to label a token, not to name someone.
+const URL_TOKEN_USERS: &[&str] =
+    &["x-access-token", "oauth2", "x-oauth-basic", "apikey", "api", "token", "gitlab-ci-token"];
+
+/// Webhook URLs whose path is the credential: Slack's `hooks.slack.com/services/T/B/X`,
+/// Discord's `discord.com/api/webhooks/ID/TOKEN`, Teams' `webhook.office.com/webhookb2/...`.
+fn webhooks(line: &str, v: &mut Vec<Hit>) {
+    for marker in [
+        "hooks.slack.com/services/",
+        "discord.com/api/webhooks/",
+        "discordapp.com/api/webhooks/",
+        ".webhook.office.com/webhookb2/",
+    ] {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(marker) {
+            let s = from + i + marker.len();
+            let n = line[s..]
+                .bytes()
+                .take_while(|&c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'-' | b'@'))
+                .count();
+            if n >= 8 {
+                v.push(Hit { start: s, end: s + n, what: What::Secret(Class::UrlCredential) });
+            }
+            from = s;
         }
     }
 }
@@ -819,6 +862,7 @@ fn command_lines(line: &str, v: &mut Vec<Hit>) {
                     quoted: true,
                     spaced: false,
                     sep: b'=',
+                    in_url: false,
                 };
                 if secret_value(line, &p, 4) {
                     v.push(Hit { start: vs, end: vs + val_trim.len(), what: What::Secret(class) });

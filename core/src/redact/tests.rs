@@ -75,6 +75,25 @@ fn identities_and_addresses() {
     }
 }
 
+/// A token in a URL goes, the URL's host and path stay (they say what failed), and a
+/// webhook's path, which is its credential, goes.
+#[test]
+fn url_tokens_keep_the_url_and_webhook_paths_go() {
+    let t = red("fatal: unable to access 'https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/acme/trainer.git/'\n");
+    assert!(!t.contains("ghs_16C7e42F292c6912E7710c838347Ae178B4a"), "{t}");
+    assert!(t.contains("https://x-access-token:<secret1>@github.com/acme/trainer.git/"), "{t}");
+    // A private host is a host (redacted as one), its path stays.
+    let t = red("git clone https://apikey:s3cr3tVALUE99@gitlab.example.com/a/b.git\n");
+    assert!(t.contains("https://apikey:<secret1>@<host1>/a/b.git"), "{t}");
+    let t = red("posting to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX failed\n");
+    assert!(
+        !t.contains("XXXXXXXXXXXXXXXXXXXXXXXX") && t.contains("https://hooks.slack.com/services/<secret1> failed"),
+        "{t}"
+    );
+    let t = red("webhook https://discord.com/api/webhooks/123456789012345678/abcDEF-ghiJKL_mnoPQR\n");
+    assert!(!t.contains("abcDEF-ghiJKL_mnoPQR"), "{t}");
+}
+
 /// What a diagnosis needs is not a secret.
 #[test]
 fn what_is_not_a_secret_stays() {
