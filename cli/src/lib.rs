@@ -209,6 +209,7 @@ enum RulesCmd {
 
 /// A failure the user must see: printed as `torchdx: ...`, exit status 2. An empty
 /// message is [`Fail::pipe_closed`].
+#[derive(Debug)]
 struct Fail(String);
 
 impl Fail {
@@ -321,12 +322,31 @@ pub(crate) fn write_inside(dir: &Path, path: &Path, text: &str) -> Result<(), Fa
         return Err(Fail(format!("{}: is a symbolic link; not written", path.display())));
     }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.torchdx-tmp"));
-    fs::write(&tmp, text).map_err(fail)?;
-    fs::rename(&tmp, path).map_err(|e| {
+    // The temporary file is created, never opened: a link planted under its name (or
+    // any file there) makes the creation fail instead of writing through it.
+    let mut n = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = parent.join(format!(".{name}.{}-{n}.torchdx-tmp", std::process::id()));
+        match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 64 => n += 1,
+            Err(e) => return Err(fail(e)),
+        }
+    };
+    let written = io::Write::write_all(&mut file, text.as_bytes()).and_then(|()| file.sync_all());
+    drop(file);
+    written.and_then(|()| fs::rename(&tmp, path)).map_err(|e| {
         let _ = fs::remove_file(&tmp);
         fail(e)
     })
+}
+
+/// Creates `path` with `text`, failing if anything (a file, a link, even a dangling
+/// one) is already there: nothing is written through a link.
+pub(crate) fn create_new(path: &Path, text: &str) -> Result<(), Fail> {
+    let fail = |e: io::Error| Fail(format!("{}: {e}", path.display()));
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(fail)?;
+    io::Write::write_all(&mut f, text.as_bytes()).map_err(fail)
 }
 
 fn sources(files: &[(String, String)]) -> Vec<RuleSource<'_>> {
@@ -790,4 +810,58 @@ pub(crate) fn check_dir(dir: &Option<PathBuf>) -> Result<(check::CheckReport, us
 
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("torchdx-write-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A link planted where the temporary file goes (its first name, which a reader of
+    /// this code can predict) is never written through: the write goes elsewhere, the
+    /// link's target is untouched, and the file is written.
+    #[test]
+    fn the_temporary_file_is_never_written_through_a_link() {
+        let d = tmp("tmp-link");
+        let victim = d.join("victim.txt");
+        fs::write(&victim, "keep me").unwrap();
+        let rules = d.join("rules");
+        fs::create_dir_all(&rules).unwrap();
+        let file = rules.join("cuda-oom.toml");
+        fs::write(&file, "old").unwrap();
+        symlink(&victim, rules.join(format!(".cuda-oom.toml.{}-0.torchdx-tmp", std::process::id()))).unwrap();
+        write_inside(&rules, &file, "new").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        assert!(!fs::symlink_metadata(&file).unwrap().file_type().is_symlink());
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// `rules new` never creates a file through a link, even a dangling one.
+    #[test]
+    fn a_new_rule_is_never_written_through_a_dangling_link() {
+        let d = tmp("new-link");
+        let rules = d.join("rules");
+        fs::create_dir_all(rules.join("schema")).unwrap();
+        let outside = d.join("created-outside.toml");
+        symlink(&outside, rules.join("widget-failed.toml")).unwrap();
+        let Err(Fail(msg)) = scaffold::new_rule("widget-failed", &rules) else { panic!("written") };
+        assert!(msg.contains("already exists"), "{msg}");
+        assert!(!outside.exists());
+        // The schema beside it: a dangling link is left alone, not written through.
+        fs::remove_file(rules.join("widget-failed.toml")).unwrap();
+        let schema_outside = d.join("created-schema.json");
+        symlink(&schema_outside, rules.join("schema/rule.schema.json")).unwrap();
+        scaffold::new_rule("widget-failed", &rules).unwrap();
+        assert!(!schema_outside.exists());
+        assert!(fs::read_to_string(rules.join("widget-failed.toml")).unwrap().contains("widget-failed"));
+        let _ = fs::remove_dir_all(&d);
+    }
 }

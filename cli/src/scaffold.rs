@@ -18,21 +18,21 @@ pub(crate) fn new_rule(id: &str, dir: &Path) -> Result<ExitCode, Fail> {
         return Err(Fail(format!("rule id `{id}` must be kebab-case (lowercase words joined by `-`)")));
     }
     let path = dir.join(format!("{id}.toml"));
-    if path.exists() {
+    // `exists` follows links: a dangling link there is something too.
+    if fs::symlink_metadata(&path).is_ok() {
         return Err(Fail(format!("{} already exists", path.display())));
     }
     let text = torchdx_core::authoring::scaffold::new_rule(id)
         .replace("torchdx rules test rules", &format!("torchdx rules test {}", dir.display()))
         .replace("torchdx rules check rules", &format!("torchdx rules check {}", dir.display()));
     fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
-    fs::write(&path, text).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    crate::create_new(&path, &text)?;
     // The file's `#:schema schema/rule.schema.json` line must resolve from its folder.
     let schema = dir.join("schema/rule.schema.json");
-    let wrote_schema = !schema.exists();
+    let wrote_schema = fs::symlink_metadata(&schema).is_err();
     if wrote_schema {
         fs::create_dir_all(dir.join("schema")).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
-        fs::write(&schema, torchdx_core::spec::rule_schema())
-            .map_err(|e| Fail(format!("{}: {e}", schema.display())))?;
+        crate::create_new(&schema, &torchdx_core::spec::rule_schema())?;
     }
     let overrides = Engine::builtin().pack().rule(id).is_some();
     let mut msg = format!("wrote {}\n", path.display());
