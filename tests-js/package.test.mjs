@@ -107,3 +107,16 @@ test("pkg-node streaming Diagnoser: any slicing gives diagnoseBytes' report; mis
   assert.throws(() => new dx.Diagnoser().feed("a string"), /Uint8Array/);
   assert.throws(() => new dx.Diagnoser({ rules: [{ name: "broken.toml", text: "id = \n" }] }), /broken\.toml:/);
 });
+
+test("pkg-node diagnoseBytes takes bytes only: a string or a number is an error, not an empty log", () => {
+  const dx = require(join(root, "wasm/pkg-node/torchdx_wasm.js"));
+  const text = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  for (const f of [dx.diagnoseBytes, dx.diagnoseBytesJson]) {
+    assert.throws(() => f(text), /expected a Uint8Array/);
+    assert.throws(() => f(42), /expected a Uint8Array/);
+    assert.throws(() => f({}), /expected a Uint8Array/);
+  }
+  const bytes = new TextEncoder().encode(text);
+  assert.deepEqual(dx.diagnoseBytes(bytes), dx.diagnose(text));
+  assert.equal(dx.diagnoseBytes(bytes).findings[0].family, "illegal-memory-access");
+});

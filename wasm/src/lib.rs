@@ -305,14 +305,33 @@ pub fn js_diagnose_json(
 /// Diagnose a log given as bytes (e.g. a dropped file); invalid UTF-8 is handled as the
 /// CLI handles it when reading a file.
 #[wasm_bindgen(js_name = diagnoseBytes, unchecked_return_type = "Report")]
-pub fn js_diagnose_bytes(bytes: &[u8], options: Option<JsOptions>) -> Result<JsValue, JsError> {
-    parse(&diagnose_bytes_json_with(bytes, &options_from_js(options)?).map_err(js_err)?)
+pub fn js_diagnose_bytes(
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
+    options: Option<JsOptions>,
+) -> Result<JsValue, JsError> {
+    let bytes = uint8_array("diagnoseBytes", bytes)?;
+    parse(&diagnose_bytes_json_with(&bytes, &options_from_js(options)?).map_err(js_err)?)
 }
 
 /// `diagnoseBytes` as JSON text.
 #[wasm_bindgen(js_name = diagnoseBytesJson)]
-pub fn js_diagnose_bytes_json(bytes: &[u8], options: Option<JsOptions>) -> Result<String, JsError> {
-    diagnose_bytes_json_with(bytes, &options_from_js(options)?).map_err(js_err)
+pub fn js_diagnose_bytes_json(
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
+    options: Option<JsOptions>,
+) -> Result<String, JsError> {
+    let bytes = uint8_array("diagnoseBytesJson", bytes)?;
+    diagnose_bytes_json_with(&bytes, &options_from_js(options)?).map_err(js_err)
+}
+
+/// The bytes of a `Uint8Array` argument; anything else (a string, a number, an object
+/// that wasm-bindgen would read as no bytes at all) is an error naming the function.
+fn uint8_array(func: &str, v: JsValue) -> Result<Vec<u8>, JsError> {
+    let a: js_sys::Uint8Array = v.dyn_into().map_err(|_| {
+        JsError::new(&format!(
+            "{func}: expected a Uint8Array (a string is diagnosed with diagnose; encode text with TextEncoder)"
+        ))
+    })?;
+    Ok(a.to_vec())
 }
 
 /// Incremental diagnosis of a log too large to hold in memory (a dropped file read in
@@ -337,10 +356,9 @@ impl JsDiagnoser {
 
     /// Feeds the next slice of the log (a `Uint8Array`; any size, cut anywhere).
     pub fn feed(&mut self, #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue) -> Result<(), JsError> {
-        let bytes: js_sys::Uint8Array =
-            bytes.dyn_into().map_err(|_| JsError::new("feed: expected a Uint8Array (encode text with TextEncoder)"))?;
+        let bytes = uint8_array("feed", bytes)?;
         let d = self.inner.as_mut().ok_or_else(|| JsError::new("feed: this Diagnoser has finished"))?;
-        d.feed(&bytes.to_vec());
+        d.feed(&bytes);
         Ok(())
     }
 
