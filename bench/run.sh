@@ -118,6 +118,11 @@ for f in adv-long-line adv-1m-frames adv-10k-chain adv-ansi-flood \
   printf '  %-16s %8ss %6s MB  (%s MB input)\n' "$f" "$t" "$((m / 1024))" "$(( $(stat -c %s "$OUT/$f.log") / 1048576 ))"
 done
 
+echo; echo "every template's own near miss along 64 KiB lines, 1 MB each (bench near-miss), slowest five:"
+cargo build -q --release -p torchdx-bench --bin near-miss
+target/release/near-miss 1 > "$OUT/near-miss.txt" 2>&1
+head -5 "$OUT/near-miss.txt"; tail -1 "$OUT/near-miss.txt"
+
 if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
   echo; echo "WASM (Node) vs native on a 1 MB log:"
   f="$OUT/gen-1.log"; [ -s "$f" ] || target/release/gen-log 1 64 7 > "$f"

@@ -1,0 +1,131 @@
+//! `near-miss [MB] [--pack DIR]`: the worst case of every template, measured.
+//!
+//! For each `[[match]]` template of the built-in pack (or of the rule files of DIR,
+//! added to it) this builds a near miss: the template's text with every capture filled
+//! by a value of its kind and every optional group taken, then cut one character
+//! before its end, so a match attempt runs to the last piece and fails. The near miss
+//! is repeated along 64 KiB lines (the longest line the engine keeps whole) up to MB
+//! megabytes (default 1), and the log is diagnosed once. Prints one line per template,
+//! slowest first: throughput in MB/s, seconds, rule and template. `bench/run.sh` runs
+//! it and the README's robustness table quotes the slowest: 6.5 MB/s on 2026-12-05
+//! (0.5 MB/s before a message's class and evidence were read near it), linear in size.
+//! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the
+//! measure of how far that is.
+
+use std::time::Instant;
+
+use torchdx_core::{Engine, RuleSource};
+
+/// A value a capture of this kind reads (see rules/README.md, capture kinds).
+fn sample(kind: &str) -> &'static str {
+    match kind {
+        "device" => "cuda:0",
+        "tensortype" => "torch.cuda.FloatTensor",
+        "dtype" => "float",
+        "shape" => "[4, 3, 224, 224]",
+        "size" => "2.00 GiB",
+        "int" => "12",
+        "num" | "float" => "1.5",
+        "ident" => "weight",
+        "qualname" => "torch.nn.Linear",
+        "word" => "node-1",
+        "path" => "/w/train.py",
+        "dim" => "64",
+        _ => "some text",
+    }
+}
+
+/// The template's text with its captures filled and its optional groups and first
+/// alternatives taken.
+fn fill(template: &str) -> String {
+    let mut out = String::new();
+    let b: Vec<char> = template.chars().collect();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            '{' if b.get(i + 1) == Some(&'{') => {
+                out.push('{');
+                i += 2;
+            }
+            '}' if b.get(i + 1) == Some(&'}') => {
+                out.push('}');
+                i += 2;
+            }
+            '{' => {
+                // The group's body, nesting counted.
+                let mut depth = 1;
+                let mut j = i + 1;
+                while j < b.len() && depth > 0 {
+                    match b[j] {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                let body: String = b[i + 1..j.saturating_sub(1)].iter().collect();
+                if let Some(inner) = body.strip_prefix('?') {
+                    out.push_str(&fill(inner));
+                } else if let Some((kind, _)) =
+                    body.split_once(':').filter(|(k, _)| k.chars().all(|c| c.is_ascii_lowercase()))
+                {
+                    out.push_str(sample(kind));
+                } else if body.starts_with("fields ") {
+                    out.push_str("SeqNum=1, OpType=ALLREDUCE");
+                } else {
+                    out.push_str(&fill(body.split('|').next().unwrap_or_default()));
+                }
+                i = j;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mb: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let pack_dir = args.iter().position(|a| a == "--pack").and_then(|i| args.get(i + 1));
+    let files: Vec<(String, String)> = match pack_dir {
+        None => Vec::new(),
+        Some(dir) => std::fs::read_dir(dir)
+            .expect("the pack folder")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
+            .map(|e| {
+                (e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).expect("a rule file"))
+            })
+            .collect(),
+    };
+    let sources: Vec<RuleSource<'_>> = files.iter().map(|(n, t)| RuleSource { name: n, text: t }).collect();
+    let engine =
+        if sources.is_empty() { Engine::builtin() } else { Engine::with_extra(&sources).expect("the pack loads") };
+    let mut rows: Vec<(f64, f64, String, String)> = Vec::new();
+    for rule in engine.pack().rules() {
+        for m in &rule.spec.matches {
+            let full = fill(&m.template.replace('\n', " "));
+            let cut: String = full.chars().take(full.chars().count().saturating_sub(1)).collect();
+            let unit = format!("{cut} ");
+            let per_line = (64 * 1024 / unit.len().max(1)).max(1);
+            let line = format!("{}\n", unit.repeat(per_line));
+            let log = line.repeat((mb * 1024 * 1024 / line.len()).max(1));
+            let t = Instant::now();
+            let report = engine.diagnose(&log);
+            let secs = t.elapsed().as_secs_f64();
+            std::hint::black_box(report.findings.len());
+            rows.push((log.len() as f64 / 1e6 / secs, secs, rule.id().to_string(), m.template.clone()));
+        }
+    }
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (mbs, secs, id, template) in &rows {
+        let short: String = template.chars().take(70).collect();
+        println!("{mbs:8.1} MB/s {secs:7.3} s  {id:32} {short}");
+    }
+    if let Some((mbs, _, id, _)) = rows.first() {
+        eprintln!("{} templates; slowest: {id} at {mbs:.1} MB/s", rows.len());
+    }
+}
