@@ -249,7 +249,10 @@ fn many_messages_along_long_lines_cost_their_own_text() {
     assert!(t0.elapsed().as_secs() < 15, "{:?}", t0.elapsed());
     let f = r.findings.iter().find(|f| f.id == "tensor-to-numpy-on-cuda").expect("found");
     let msg = f.evidence.get("message").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    assert!(msg.starts_with("can't convert cuda:0 tensor to weigh") && msg.ends_with(" ...") && msg.chars().count() <= 604, "{msg}");
+    assert!(
+        msg.starts_with("can't convert cuda:0 tensor to weigh") && msg.ends_with(" ...") && msg.chars().count() <= 604,
+        "{msg}"
+    );
 }
 
 /// The piece limit (600, refused at load) leaves the built-in templates below half of
