@@ -390,7 +390,48 @@ fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
         i = parse_one(lines, i, header, link, &mut out, layout);
         pending = Link::Start;
     }
+    if let Some(t) = out.last_mut() {
+        raised_by_last_frame(t, lines);
+    }
     out
+}
+
+/// A paste cut right after the frame that raised: the last traceback of the lines, with
+/// no exception line and nothing after it, whose last frame shows
+/// `raise Class("a whole literal")`. That statement is what was raised, so its class and
+/// literal are the exception (the line is read as its message, not as a frame's code).
+/// A formatted message (`f"..."`, `"...".format(x)`, `"..." % x`) is not, its values
+/// unknown.
+fn raised_by_last_frame(t: &mut Traceback, lines: &[&str]) {
+    if t.exception.is_some() || lines[t.end + 1..].iter().any(|l| !l.trim().is_empty()) {
+        return;
+    }
+    let Some(f) = t.frames.last() else { return };
+    let at = f.at + 1;
+    let Some((class, message)) = lines.get(at).and_then(|l| raise_literal(l)) else { return };
+    if at > t.end || f.code.as_deref().map(str::trim) != lines.get(at).map(|l| l.trim()) {
+        return;
+    }
+    t.exception = Some(Exception { class: class.to_string(), message: message.to_string(), first: at, last: at });
+}
+
+/// `raise Class("literal")` (or `'literal'`), the call closed right after the literal:
+/// the class and the literal.
+pub(crate) fn raise_literal(code: &str) -> Option<(&str, &str)> {
+    let rest = code.trim().strip_prefix("raise ")?;
+    let (class, arg) = rest.split_once('(')?;
+    let class = class.trim();
+    let name_ok = !class.is_empty() && class.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let last = class.rsplit('.').next().unwrap_or(class);
+    if !name_ok || !last.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    let q = arg.chars().next().filter(|c| matches!(c, '"' | '\''))?;
+    let body = &arg[1..];
+    let end = body.find(q)?;
+    let message = &body[..end];
+    let closed = body[end + 1..].trim_start().starts_with(')');
+    (closed && !message.trim().is_empty() && !message.contains('\\')).then_some((class, message))
 }
 
 /// Parses one traceback (and any nested ones) starting at `start`; returns the index
@@ -544,6 +585,17 @@ fn parse_one(
             end = last.max(end);
             i = next;
             break;
+        }
+        // Indentation lost (a forum or chat paste): the frame's `File` line sits at the
+        // margin, and so does its source line right under it.
+        if let Some(f) = frames.last_mut().filter(|f| f.at + 1 == i && f.code.is_none() && indent(lines[f.at]) <= base)
+        {
+            if !is_header(t) && !t.starts_with(CAUSE) && !t.starts_with(CONTEXT) {
+                f.code = Some(t.to_string());
+                end = i;
+                i += 1;
+                continue;
+            }
         }
         // A source line cut by a terminal hard wrap: its tail sits at the left margin.
         if end + 1 == i && code_wrapped_at(lines, i) {
@@ -919,6 +971,67 @@ mod tests {
             ("RuntimeError", "Expected all tensors\nto be on the same device")
         );
         assert_eq!((e.first, e.last), (6, 7));
+    }
+
+    #[test]
+    fn frames_and_source_lines_at_the_margin() {
+        // A forum paste that lost every indentation, with and without its header.
+        let body = "File \"file.py\", line 71, in optimizer_step\noptimizer.step()\nFile \".../site-packages/transformers/optimization.py\", line 155, in step\nexp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)\nRuntimeError: expected device cuda:0 but got device cpu\n";
+        for text in [body.to_string(), format!("Traceback (most recent call last):\n{body}")] {
+            let tbs = parse_text(&text);
+            assert_eq!(tbs.len(), 1, "{text}");
+            let tb = &tbs[0];
+            assert_eq!(tb.frames.len(), 2);
+            assert_eq!(tb.user_frame().unwrap().short(), "file.py:71");
+            assert_eq!(tb.user_frame().unwrap().code.as_deref(), Some("optimizer.step()"));
+            assert_eq!(tb.exception.as_ref().unwrap().class, "RuntimeError");
+        }
+    }
+
+    #[test]
+    fn raise_literals() {
+        let table: &[(&str, Option<(&str, &str)>)] = &[
+            (
+                r#"    raise AssertionError("Torch not compiled with CUDA enabled")"#,
+                Some(("AssertionError", "Torch not compiled with CUDA enabled")),
+            ),
+            (
+                r#"raise torch.cuda.OutOfMemoryError('out of memory')"#,
+                Some(("torch.cuda.OutOfMemoryError", "out of memory")),
+            ),
+            (r#"raise ValueError(f"expected {n} classes")"#, None),
+            (r#"raise ValueError("expected {} classes".format(n))"#, None),
+            (r#"raise ValueError("bad value: %s" % v)"#, None),
+            (r#"raise ValueError("a "quoted" word")"#, None),
+            (r#"raise ChildFailedError("#, None),
+            (r#"raise ChildFailedError(name=name, failures=failures)"#, None),
+            (r#"raise err("lowercase is a variable")"#, None),
+            (r#"raise RuntimeError("Torch not compiled with C"#, None),
+            (r#"return F.linear(input, self.weight)"#, None),
+        ];
+        for (code, want) in table {
+            assert_eq!(raise_literal(code), *want, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_paste_cut_after_the_raising_frame_takes_its_literal() {
+        let cut = "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    model.cuda()\n  File \"/usr/lib/python3/site-packages/torch/cuda/__init__.py\", line 210, in _lazy_init\n    raise AssertionError(\"Torch not compiled with CUDA enabled\")\n\n";
+        let tbs = parse_text(cut);
+        let e = tbs[0].exception.as_ref().expect("the raise is the exception");
+        assert_eq!(
+            (e.class.as_str(), e.message.as_str(), e.first),
+            ("AssertionError", "Torch not compiled with CUDA enabled", 4)
+        );
+        assert_eq!(tbs[0].frames.len(), 2);
+        // Something after it: the traceback was not cut there (a stack printed on purpose).
+        let tbs = parse_text(&format!("{cut}epoch 2 step 10\n"));
+        assert!(tbs[0].exception.is_none());
+        // Not the last frame's statement: its code is a call, not a raise.
+        let tbs = parse_text(
+            "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    model.cuda()\n",
+        );
+        assert!(tbs[0].exception.is_none());
     }
 
     #[test]
