@@ -307,7 +307,14 @@ fn diagnose_retained(e: &Engine, mut r: crate::ingest::window::Retained) -> Repo
     let world = t.world.or_else(|| (!t.multi_node()).then_some(t.per_node).flatten());
     let launcher_families: Vec<String> =
         e.pack.rules().iter().filter(|r| r.spec.launcher_summary).map(|r| r.family().to_string()).collect();
-    let run = infer::Run { ranks_seen: &input.ranks, failed: &failed, world, launcher_families: &launcher_families };
+    let first_failed = infer::first_failed_ranks(&streams);
+    let run = infer::Run {
+        ranks_seen: &input.ranks,
+        failed: &failed,
+        first_failed: &first_failed,
+        world,
+        launcher_families: &launcher_families,
+    };
     let roles = infer::roles(drafts, run, e.pack.notices());
     Report { schema: Schema, input, initiating: roles.initiating, findings: roles.findings, timeline: roles.timeline }
 }

@@ -520,6 +520,19 @@ pub(crate) fn failed_ranks(streams: &[Stream<'_>]) -> Vec<u32> {
     out
 }
 
+/// The ranks a launcher's summary lists as failing first: its entries that did not exit
+/// with the agent's SIGTERM, at the earliest `time` printed (one-second resolution, so
+/// workers that failed together tie). Entries without a time are all first.
+pub(crate) fn first_failed_ranks(streams: &[Stream<'_>]) -> Vec<u32> {
+    let entries: Vec<_> = streams.iter().flat_map(|s| s.elastic.iter()).filter(|e| e.exitcode != Some(-15)).collect();
+    let earliest = entries.iter().filter_map(|e| e.time.as_deref()).min();
+    let mut out: Vec<u32> =
+        entries.iter().filter(|e| e.time.is_none() || e.time.as_deref() == earliest).map(|e| e.rank).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The job's shape, from every stream: hosts its labels and summaries name, the
 /// launcher facts its lines state, ranks printed unlike their local ranks.
 pub(crate) fn topology(streams: &[Stream<'_>]) -> Topology {

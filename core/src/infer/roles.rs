@@ -37,6 +37,8 @@ pub(crate) struct Run<'a> {
     pub ranks_seen: &'a [u32],
     /// Ranks a launcher's summary lists as failed on their own.
     pub failed: &'a [u32],
+    /// Those of them that failed first (the earliest time the summary prints; ties kept).
+    pub first_failed: &'a [u32],
     /// The job's world size, where the log states it.
     pub world: Option<u32>,
     /// Families of the pack's launcher-summary rules: an unranked teardown finding of
@@ -138,6 +140,18 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
                 head.finding.evidence.insert("rank_from", Value::from("launcher"));
                 head.finding.ranks = named.into_iter().collect();
             }
+        }
+    }
+    // The launcher's summary is the only report and its Root Cause line is cut or absent
+    // (the paste stops inside `Failures:`): the entries it lists still say who failed, and
+    // the earliest of them started it; those that failed in the same second are as likely
+    // (the first is named, all are listed).
+    if let Some(i) = init.filter(|&i| merged[i].launcher && merged[i].finding.rank.is_none()) {
+        if let Some(&first) = run.first_failed.first() {
+            let head = &mut merged[i];
+            head.finding.rank = Some(first);
+            head.finding.evidence.insert("rank_from", Value::from("launcher-failures"));
+            head.finding.ranks = run.first_failed.to_vec();
         }
     }
     let only_collateral = init.is_some_and(|i| merged[i].collateral);
