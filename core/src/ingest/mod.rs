@@ -576,6 +576,15 @@ fn misc_prefix(i: &str) -> IResult<&str, ()> {
     if let Some(r) = i.strip_prefix("stderr: ").or_else(|| i.strip_prefix("stdout: ")) {
         return Ok((r, ()));
     }
+    // Markdown's code marks glued to a traceback's first line (`` `File "x.py", line 3 ``,
+    // ```` ```Traceback (most recent call last): ````): the paste's wrapping, not the log.
+    let ticks = i.len() - i.trim_start_matches('`').len();
+    if (1..=3).contains(&ticks) {
+        let r = &i[ticks..];
+        if r.starts_with("File \"") || r.starts_with("Traceback (most recent call last)") {
+            return Ok((r, ()));
+        }
+    }
     // A notebook or test harness's bare clock: `[12:34:56] `, `[12:34:56.789]: `.
     if let Ok((r, _)) = (char('['), clock, char(']'), opt(char(':')), char(' ')).parse(i) {
         return Ok((r, ()));
@@ -771,6 +780,10 @@ mod tests {
             // One separator after a bare timestamp: the frame's indentation stays.
             ("2023-03-23 19:14:23   File \"x.py\", line 1, in f", "  File \"x.py\", line 1, in f", None, None),
             ("2023-03-23 19:14:23 TypeError: x", "TypeError: x", None, None),
+            // Markdown code marks glued to a traceback's first line; elsewhere they stay.
+            ("`File \"/w/orn.py\", line 86, in f", "File \"/w/orn.py\", line 86, in f", None, None),
+            ("```Traceback (most recent call last):", "Traceback (most recent call last):", None, None),
+            ("`x = y`", "`x = y`", None, None),
         ];
         for (input, text, rank, level) in table {
             let l = clean(input);
