@@ -24,8 +24,12 @@ ROOT=$PWD
 # "z" for all of it, makes WASM 2.7x slower); raised to 440 KiB on 2026-12-02 when issue
 # 23's work (the credential detectors every report's evidence is scrubbed with, the
 # bounded matcher's failure memo, step pools and candidate ends) took it from 407 to
-# 424 KiB. wasm/README.md, Size.
-BUDGET_GZIP=$((440 * 1024))
+# 424 KiB; raised to 460 KiB on 2026-12-06 when issues 16 and 23 (launcher summaries and
+# cut Root Causes, bounded message cost on long lines, URL-token redaction, cut and
+# margin tracebacks) took it to 449 KiB. Merging generic instances does not win it back:
+# four sort instances fewer saved 0.5 KB gzip, per-crate opt-level "z" under LTO grew
+# it, wasm-opt --converge saves 1 KB. wasm/README.md, Size.
+BUDGET_GZIP=$((460 * 1024))
 PROFILE=${WASM_PROFILE:-wasm-release}
 # opt-level "s" (and wasm-opt -Os below): "z" makes a module 11% smaller gzip but 2.7x
 # slower in steady state (45 against 17 ms on a 1 MB log in Node); "s" keeps both the
