@@ -697,15 +697,30 @@ impl Template {
         // The failure must be at the end of the text: at most one word before a line end.
         // A truncated match ends within a word of the line's end: look no further than
         // a text capture would.
+        // Read only as far as that takes: a second word ends it (attempts along a 64 KiB
+        // line each read a word here, not the text's whole reach).
         let reach = floor_boundary(hay, (reached + MAX_TEXT).min(hay.len()));
-        let line_end = match hay[reached..reach].find('\n') {
-            Some(p) => reached + p,
+        let (mut words, mut in_word, mut line_end) = (0, false, None);
+        for (k, c) in hay[reached..reach].char_indices() {
+            if c == '\n' {
+                line_end = Some(reached + k);
+                break;
+            }
+            if c.is_whitespace() {
+                in_word = false;
+            } else if !in_word {
+                in_word = true;
+                words += 1;
+                if words > 1 {
+                    return None;
+                }
+            }
+        }
+        let line_end = match line_end {
+            Some(p) => p,
             None if reach == hay.len() => hay.len(),
             None => return None,
         };
-        if hay[reached..line_end].split_whitespace().nth(1).is_some() {
-            return None;
-        }
         let e = &self.entries[entry];
         let cut = &hay[..line_end];
         let mut m = Matcher::pooled(cut, start, true, *pool);
@@ -963,6 +978,26 @@ fn parse_fields(full: &str, specs: &str) -> Result<Piece, TemplateError> {
 // ---------------------------------------------------------------------------
 // Matching.
 
+/// What one end of a text capture gave.
+enum End {
+    /// The rest matched; the match ends here.
+    Matched(usize),
+    /// Try the next end.
+    Next,
+    /// The attempt is out of steps.
+    Stop,
+}
+
+/// A search [`Matcher::next_stop`] made: `hay[from..upto]` was read for the `key`
+/// bytes or a line break, and `found` is the first (none in it when `None`).
+#[derive(Clone, Copy)]
+struct Stop {
+    key: [u8; 2],
+    from: usize,
+    upto: usize,
+    found: Option<usize>,
+}
+
 struct Cont<'p> {
     seq: &'p [Piece],
     next: Option<&'p Cont<'p>>,
@@ -985,6 +1020,11 @@ struct Matcher<'h> {
     reached: usize,
     /// The first letter matched in the other case.
     folded: bool,
+    /// What [`Matcher::next_stop`] has read, per bytes searched for.
+    stops: Vec<Stop>,
+    /// Try every character end of a text capture: the reference the tests hold the
+    /// ends found by [`Matcher::text_before_literal`] to.
+    every_end: bool,
 }
 
 impl<'h> Matcher<'h> {
@@ -1000,6 +1040,8 @@ impl<'h> Matcher<'h> {
             start,
             reached: start,
             folded: false,
+            stops: Vec::new(),
+            every_end: false,
         }
     }
 
@@ -1195,13 +1237,17 @@ impl<'h> Matcher<'h> {
             return self.atom(kind, name, list, next, pos);
         }
         let s = &self.hay[pos..];
-        let ncaps = self.caps.len();
         // Lazy: the shortest non-empty text after which the rest matches; `text` stays
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
         let reach = floor_boundary(s, s.len().min(MAX_TEXT));
+        if kind == Kind::Text && !cont_exhausted(next) && !self.every_end {
+            if let Some(f) = next_firsts(next).filter(|f| !self.partial || !self.ends_near(pos, reach, f.len)) {
+                return self.text_before_literal(name, list, next, pos, reach, f);
+            }
+        }
         let line_end = if kind == Kind::Text {
-            s[..reach].find('\n').unwrap_or(reach)
+            memchr::memchr(b'\n', &s.as_bytes()[..reach]).unwrap_or(reach)
         } else {
             // `any` crosses lines, but not into the next log record (a launcher's glog
             // line, a timestamped logger line, a new traceback): a message ending in
@@ -1214,28 +1260,149 @@ impl<'h> Matcher<'h> {
         let ends = if cont_exhausted(next) {
             // Nothing follows: the longest text.
             body.char_indices().last().map(|(k, c)| vec![k + c.len_utf8()]).unwrap_or_default()
+        } else if self.every_end {
+            body.char_indices().map(|(k, c)| k + c.len_utf8()).collect()
         } else {
             self.text_ends(body, pos, next)
         };
         for e in ends {
-            self.steps += 1;
-            if self.out_of_steps() {
-                return None;
+            match self.text_end(kind, name, list, next, pos, e) {
+                End::Matched(r) => return Some(r),
+                End::Next => {}
+                End::Stop => return None,
             }
-            if body[..e].trim().is_empty() {
-                continue;
-            }
-            if let Some(r) = self.run(next, pos + e) {
-                let t = s[..e].trim();
-                // An `any` capture crosses lines: its value is one line of text.
-                let value =
-                    if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
-                self.caps.insert(ncaps, Capture::new(name, list, Value::String(value)));
-                return Some(r);
-            }
-            self.caps.truncate(ncaps);
         }
         None
+    }
+
+    /// Whether, in a partial match, the input ends within `reach` of `pos`: then the
+    /// text may stop inside the next literal, at ends [`Matcher::text_ends`] adds.
+    fn ends_near(&self, pos: usize, reach: usize, len: usize) -> bool {
+        let tail = self.hay.trim_end().len().saturating_sub(pos);
+        tail.saturating_sub(len + 1).max(1) <= reach
+    }
+
+    /// The first of the `key` bytes or a line break in `hay[from..limit]`, remembering
+    /// what was read:
+    /// a text capture tried at each of many starts on one line (every end of the
+    /// capture before it) asks again from a little further on, and is answered from
+    /// what the last search saw instead of reading up to [`MAX_TEXT`] bytes again.
+    fn next_stop(&mut self, key: [u8; 2], from: usize, limit: usize) -> Option<usize> {
+        let b = self.hay.as_bytes();
+        let slot = self.stops.iter().position(|s| s.key == key);
+        let mut scan_from = from;
+        if let Some(s) = slot.map(|i| self.stops[i]) {
+            if s.from <= from {
+                match s.found {
+                    Some(f) if f >= from => return (f < limit).then_some(f),
+                    None if s.upto >= from => scan_from = s.upto.min(limit),
+                    _ => {}
+                }
+            }
+        }
+        let found = memchr::memchr3(key[0], key[1], b'\n', &b[scan_from..limit]).map(|k| scan_from + k);
+        let stop = Stop { key, from, upto: limit, found };
+        match slot {
+            Some(i) => self.stops[i] = stop,
+            None if self.stops.len() < 4 => self.stops.push(stop),
+            None => self.stops[0] = stop,
+        }
+        found
+    }
+
+    /// A `text` capture followed by a literal (or an optional literal, then one), its
+    /// ends found as they are tried: each place a first byte of what follows occurs
+    /// (the first of a whitespace run when a space comes before it), then the line's
+    /// end. A failing attempt on a long line reads only as far as its ends, each of
+    /// which costs a step: no scan of the text's whole reach up front (that was a third
+    /// of the time on near misses), and no attempt at every character when an optional
+    /// quote comes next (`named {?"}{text:param}{?"}, whose`).
+    fn text_before_literal(
+        &mut self,
+        name: &str,
+        list: bool,
+        next: &Cont<'_>,
+        pos: usize,
+        reach: usize,
+        f: Firsts,
+    ) -> Option<usize> {
+        let h = &self.hay.as_bytes()[pos..pos + reach];
+        let mut body_len = reach;
+        let mut last = None;
+        let mut from = pos;
+        while let Some(at) = self.next_stop(f.key(), from, pos + reach) {
+            let q = at - pos;
+            if h[q] == b'\n' {
+                body_len = q;
+                break;
+            }
+            from = at + 1;
+            if q == 0 {
+                continue;
+            }
+            // Where the text may end for each way this byte begins what follows,
+            // shortest first: before the whitespace run, or right at the byte.
+            let back = || {
+                let mut e = q;
+                while e > 1 && h[e - 1].is_ascii_whitespace() {
+                    e -= 1;
+                }
+                e
+            };
+            let mut ends = [None, None];
+            for (i, &(b, skip_ws)) in f.bytes[..f.n].iter().enumerate() {
+                if b == h[q] {
+                    ends[i] = Some(if skip_ws { back() } else { q });
+                }
+            }
+            if ends[0] > ends[1] {
+                ends.swap(0, 1);
+            }
+            for e in ends.into_iter().flatten() {
+                if last == Some(e) {
+                    continue;
+                }
+                last = Some(e);
+                match self.text_end(Kind::Text, name, list, next, pos, e) {
+                    End::Matched(r) => return Some(r),
+                    End::Next => {}
+                    End::Stop => return None,
+                }
+            }
+        }
+        // The body's end (the literal may follow after a line break or the text cut).
+        let body_len = floor_boundary(&self.hay[pos..], body_len);
+        if body_len == 0 || last == Some(body_len) {
+            return None;
+        }
+        match self.text_end(Kind::Text, name, list, next, pos, body_len) {
+            End::Matched(r) => Some(r),
+            End::Next | End::Stop => None,
+        }
+    }
+
+    /// One end tried for a text capture at `pos`: the text `hay[pos..pos + e]`, then
+    /// the rest of the template.
+    fn text_end(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize, e: usize) -> End {
+        self.steps += 1;
+        if self.out_of_steps() {
+            return End::Stop;
+        }
+        let ncaps = self.caps.len();
+        let s = &self.hay[pos..pos + e];
+        if s.trim().is_empty() {
+            return End::Next;
+        }
+        if let Some(r) = self.run(next, pos + e) {
+            let t = s.trim();
+            // An `any` capture crosses lines: its value is one line of text.
+            let value =
+                if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
+            self.caps.insert(ncaps, Capture::new(name, list, Value::String(value)));
+            return End::Matched(r);
+        }
+        self.caps.truncate(ncaps);
+        End::Next
     }
 
     /// The ends worth trying for a text capture over `body` (at `pos`), shortest first.
@@ -1391,6 +1558,67 @@ fn next_literal(c: &Cont<'_>) -> Option<(u8, bool, usize)> {
     match piece {
         Piece::Lit(l) if !l.trim_end_matches(['.', '!']).is_empty() => Some((l.as_bytes()[0], skip_ws, l.len())),
         _ => None,
+    }
+}
+
+/// The bytes what follows a text capture can begin with: a literal's first byte, or an
+/// optional literal's and then the literal after it (at most two), each with whether
+/// whitespace may come before it. `None` when something else comes first.
+fn next_firsts(c: &Cont<'_>) -> Option<Firsts> {
+    let lit = |p: &Piece| match p {
+        Piece::Lit(l) if !l.trim_end_matches(['.', '!']).is_empty() => Some(l.as_bytes()[0]).zip(Some(l.len())),
+        _ => None,
+    };
+    let mut f = Firsts { bytes: [(0, false); 2], n: 0, len: 0 };
+    let mut skip_ws = false;
+    for p in c.seq {
+        let (byte, skip, len, done) = match p {
+            Piece::Space => {
+                skip_ws = true;
+                continue;
+            }
+            Piece::Lit(_) => {
+                let (b, len) = lit(p)?;
+                (b, skip_ws, len, true)
+            }
+            Piece::Opt(seq) => {
+                let (space, first) = match seq.as_slice() {
+                    [Piece::Space, q, ..] => (true, q),
+                    [q, ..] => (false, q),
+                    [] => return None,
+                };
+                let (b, len) = lit(first)?;
+                (b, skip_ws || space, len, false)
+            }
+            _ => return None,
+        };
+        if f.n == f.bytes.len() {
+            return None;
+        }
+        f.bytes[f.n] = (byte, skip);
+        f.n += 1;
+        f.len += len;
+        if done {
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// See [`next_firsts`].
+#[derive(Clone, Copy)]
+struct Firsts {
+    bytes: [(u8, bool); 2],
+    n: usize,
+    /// The literals' lengths, summed: how near the input's end a partial match may stop
+    /// inside them.
+    len: usize,
+}
+
+impl Firsts {
+    /// The bytes to search for (the first twice when there is one).
+    fn key(&self) -> [u8; 2] {
+        [self.bytes[0].0, self.bytes[self.n - 1].0]
     }
 }
 
@@ -1621,6 +1849,117 @@ mod tests {
     }
 
     use super::*;
+
+    /// What one search read answers the next from further on: a stop already seen, or
+    /// a stretch known to hold none, read again only past its end.
+    #[test]
+    fn searches_for_a_texts_end_reuse_what_they_read() {
+        let mut hay = "y".repeat(3000);
+        hay.replace_range(2050..2051, ":");
+        hay.replace_range(2500..2501, "\n");
+        let mut m = Matcher::new(&hay, 0, false);
+        let key = [b':', b':'];
+        // (from, limit, first stop): in the order a text capture's tries ask.
+        let table = [
+            (0, 2048, None),
+            (10, 2058, Some(2050)),
+            (20, 2068, Some(2050)),
+            (2051, 4000.min(hay.len()), Some(2500)),
+            (2049, 2050, None),
+            (2049, 2051, Some(2050)),
+        ];
+        for (from, limit, want) in table {
+            assert_eq!(m.next_stop(key, from, limit), want, "from {from} to {limit}");
+            let fresh = memchr::memchr3(b':', b':', b'\n', &hay.as_bytes()[from..limit]).map(|k| from + k);
+            assert_eq!(want, fresh, "the table itself, from {from}");
+        }
+    }
+
+    /// The ends a text capture tries (where what follows can begin, found lazily and
+    /// remembered across tries) give the match trying every end would, with the same
+    /// captures, over texts built to hold many near places.
+    #[test]
+    fn text_ends_found_lazily_agree_with_trying_every_end() {
+        let templates = [
+            "Trying to create tensor with negative dimension {text:d}: [{text:shape}]",
+            "While copying the parameter named {?\"}{text:param}{?\"}, whose dimensions are {shape:s}",
+            "size mismatch for {text:param}: copying a param with shape {shape:a} from checkpoint",
+            "Missing key(s) in state_dict: {text:missing} Unexpected key(s) in state_dict: {text:unexpected}",
+            "failed at {text:where} ({?op }{ident:op}){?.}",
+            "match a {text:x}{? b} c",
+        ];
+        let bits = [
+            "Trying to create tensor with negative dimension ",
+            "-3",
+            ": [",
+            "]",
+            ", ",
+            "\"",
+            "x",
+            " ",
+            "  ",
+            "\n",
+            "\n  ",
+            "named ",
+            "While copying the parameter named ",
+            ", whose dimensions are ",
+            "[2, 3]",
+            "size mismatch for ",
+            ": copying a param with shape ",
+            " from checkpoint",
+            "Missing key(s) in state_dict: ",
+            " Unexpected key(s) in state_dict: ",
+            "a.b",
+            "failed at ",
+            "(",
+            ")",
+            "op ",
+            "conv",
+            ".",
+            "a ",
+            " b",
+            " c",
+            "match a ",
+            "é",
+        ];
+        // Texts longer than a capture's reach too, so that what one search read is
+        // asked about again from further on with a further limit.
+        let filler = "y".repeat(MAX_TEXT / 3);
+        let mut seed: u64 = 7;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let mut compared = 0;
+        for src in templates {
+            let t = Template::parse(src).unwrap();
+            let lead = t.lead_text();
+            for _ in 0..3000 {
+                let mut hay = lead.clone();
+                for _ in 0..next(24) {
+                    match next(40) {
+                        0 => hay.push_str(&filler),
+                        _ => hay.push_str(bits[next(bits.len())]),
+                    }
+                }
+                for partial in [false, true] {
+                    let run = |every_end: bool| {
+                        let mut m = Matcher::new(&hay, 0, partial);
+                        m.every_end = every_end;
+                        let cont = Cont { seq: &t.pieces, next: None };
+                        let end = m.run(&cont, 0);
+                        let caps: Vec<(String, Value)> = m.caps.into_iter().map(|c| (c.name, c.value)).collect();
+                        (end, caps)
+                    };
+                    let (lazy, every) = (run(false), run(true));
+                    assert_eq!(lazy, every, "{src:?} partial={partial} over {hay:?}");
+                    compared += usize::from(every.0.is_some());
+                }
+            }
+        }
+        // The texts are near enough to match often, both ways.
+        assert!(compared > 2000, "only {compared} matches compared");
+    }
 
     /// Captures as `(name, value)`, a list capture's name written `name[]`.
     fn caps(t: &str, hay: &str) -> Vec<(String, Value)> {
