@@ -8,9 +8,9 @@
 //! megabytes (default 1), and the log is diagnosed once. Prints one line per template,
 //! slowest first: throughput in MB/s, seconds, rule and template. `bench/run.sh` runs
 //! it and the README's robustness table quotes the median and the slowest: on
-//! 2026-12-06 the median went from 19.5 to 23 MB/s and the templates under 10 MB/s from
-//! 64 to 33 when a text capture's ends were found lazily and the budget's records
-//! hashed; the slowest stays at 5-7 MB/s (0.5 MB/s before a message's class and
+//! 2026-12-06 the median went from 18.5 to 22 MB/s and the templates under 10 MB/s from
+//! 86 to 50 (of 548) when a text capture's ends were found lazily and the budget's
+//! records hashed; the slowest stays at 5-6 MB/s (0.5 MB/s before a message's class and
 //! evidence were read near it), linear in size. Single runs vary by a fifth here.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the
 //! measure of how far that is.
