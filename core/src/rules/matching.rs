@@ -9,10 +9,10 @@
 //! frames and user frame, whether a logger printed it) are answered here too.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::conditions::holds_on_evidence;
 use super::evidence::{captures_for_conditions, derive};
+use super::ints::Ints;
 use super::pack::{Pack, Rule};
 use super::prefilter::{Anchored, Prefilter};
 use super::template::Match;
@@ -251,36 +251,6 @@ impl Budget {
         self.tried.retain(|k| k.0 >= offset);
         self.pools.retain(|&l, _| l >= line);
         self.attempts.retain(|k, _| k.0 >= line);
-    }
-}
-
-/// The budget's records are looked up at every anchor hit (thousands along one long
-/// line): hashed, not ordered, and with a multiply-rotate hash of their integers (the
-/// one rustc uses, FxHash) instead of SipHash, which a table of positions and rule
-/// indices does not need. The ordered maps these replaced were a fifth of the time
-/// on near misses repeated along 64 KiB lines.
-type Ints = BuildHasherDefault<IntHasher>;
-
-#[derive(Default)]
-struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod codes;
 pub(crate) mod conditions;
 pub(crate) mod evidence;
 pub(crate) mod facts;
+pub(crate) mod ints;
 pub(crate) mod matching;
 pub(crate) mod pack;
 pub(crate) mod prefilter;

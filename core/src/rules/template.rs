@@ -68,6 +68,10 @@ fn choice_run(pieces: &[Piece]) -> usize {
 /// that failed once fail again, so runs of optional groups (`{?a}{?a}...`) cost
 /// pieces x positions, not 2^groups. Ordinary attempts finish long before this.
 const MEMO_AFTER: u32 = 256;
+
+/// Shortest leading text a text capture stops at (see [`Matcher::lead`]): shorter ones
+/// could be ordinary words inside the text.
+const MIN_LEAD_STOP: usize = 10;
 /// Steps a text may spend on template attempts, per byte of it, beyond one full
 /// attempt's budget: near misses repeated along a long line cannot each spend a whole
 /// budget (work per input byte stays bounded, not only work per attempt).
@@ -197,6 +201,10 @@ struct Entry {
     /// Whether matches may begin here (the pack turns a later entry off when another
     /// rule's message holds its text: then it names no message alone).
     live: bool,
+    /// Its leading words as printed (one space between them), when long enough to
+    /// stand for the message: a text capture does not run into it (see
+    /// [`Matcher::lead`]). Empty otherwise.
+    lead_text: String,
 }
 
 impl Entry {
@@ -209,7 +217,12 @@ impl Entry {
                 _ => break,
             }
         }
-        let mut e = Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true };
+        let mut e =
+            Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true, lead_text: String::new() };
+        let text = (0..e.lead.len()).map(|k| e.word(pieces, k)).collect::<Vec<_>>().join(" ");
+        if text.len() >= MIN_LEAD_STOP {
+            e.lead_text = text;
+        }
         e.choose_anchors(pieces, &|_| false);
         e
     }
@@ -664,6 +677,7 @@ impl Template {
             return true;
         }
         let mut m = Matcher::pooled(hay, start, true, *pool);
+        m.lead = &e.lead_text;
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let ok = m.run(&cont, start).is_some() || m.out_of_steps();
         *pool = pool.saturating_sub(u64::from(m.steps));
@@ -724,6 +738,7 @@ impl Template {
         let e = &self.entries[entry];
         let cut = &hay[..line_end];
         let mut m = Matcher::pooled(cut, start, true, *pool);
+        m.lead = &e.lead_text;
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let end = m.run(&cont, start);
         *pool = pool.saturating_sub(u64::from(m.steps));
@@ -753,6 +768,7 @@ impl Template {
             return Err(None);
         }
         let mut m = Matcher::pooled(hay, start, false, *pool);
+        m.lead = &e.lead_text;
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let r = m.run(&cont, start);
         *pool = pool.saturating_sub(u64::from(m.steps));
@@ -1009,7 +1025,7 @@ struct Matcher<'h> {
     /// Steps this attempt may take: [`STEP_BUDGET`], or less when its pool runs low.
     budget: u32,
     /// (piece, position) pairs that failed, once the attempt is past [`MEMO_AFTER`].
-    failed: std::collections::BTreeSet<(usize, usize)>,
+    failed: std::collections::HashSet<(usize, usize), super::ints::Ints>,
     caps: Vec<Capture>,
     lit: usize,
     /// Running out of input counts as success (see [`Template::could_match_at`]).
@@ -1025,6 +1041,15 @@ struct Matcher<'h> {
     /// Try every character end of a text capture: the reference the tests hold the
     /// ends found by [`Matcher::text_before_literal`] to.
     every_end: bool,
+    /// The message's own leading words (empty: none long enough). A `text` capture
+    /// ends before they recur: the parameter name of `size mismatch for {text:param}:`
+    /// never holds `size mismatch for`, and where it seems to, the line is several
+    /// messages glued (a one-line paste of every rank's report) or near misses
+    /// repeated to cost time, where each try would otherwise read on through every
+    /// repeat of the message within the capture's reach.
+    lead: &'h str,
+    /// What [`Matcher::lead_stop`] has read.
+    lead_seen: Option<Stop>,
 }
 
 impl<'h> Matcher<'h> {
@@ -1033,7 +1058,7 @@ impl<'h> Matcher<'h> {
             hay,
             steps: 0,
             budget: STEP_BUDGET,
-            failed: std::collections::BTreeSet::new(),
+            failed: std::collections::HashSet::default(),
             caps: Vec::new(),
             lit: 0,
             partial,
@@ -1042,6 +1067,8 @@ impl<'h> Matcher<'h> {
             folded: false,
             stops: Vec::new(),
             every_end: false,
+            lead: "",
+            lead_seen: None,
         }
     }
 
@@ -1240,7 +1267,12 @@ impl<'h> Matcher<'h> {
         // Lazy: the shortest non-empty text after which the rest matches; `text` stays
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
-        let reach = floor_boundary(s, s.len().min(MAX_TEXT));
+        let mut reach = floor_boundary(s, s.len().min(MAX_TEXT));
+        if kind == Kind::Text && !self.lead.is_empty() && reach > 1 {
+            if let Some(at) = self.lead_stop(pos + 1, pos + reach) {
+                reach = at - pos;
+            }
+        }
         if kind == Kind::Text && !cont_exhausted(next) && !self.every_end {
             if let Some(f) = next_firsts(next).filter(|f| !self.partial || !self.ends_near(pos, reach, f.len)) {
                 return self.text_before_literal(name, list, next, pos, reach, f);
@@ -1280,6 +1312,25 @@ impl<'h> Matcher<'h> {
     fn ends_near(&self, pos: usize, reach: usize, len: usize) -> bool {
         let tail = self.hay.trim_end().len().saturating_sub(pos);
         tail.saturating_sub(len + 1).max(1) <= reach
+    }
+
+    /// Where [`Matcher::lead`] first begins in `hay[from..limit]` (wholly inside it),
+    /// remembering what was read as [`Matcher::next_stop`] does.
+    fn lead_stop(&mut self, from: usize, limit: usize) -> Option<usize> {
+        let b = self.hay.as_bytes();
+        let n = self.lead.len();
+        let mut scan_from = from;
+        if let Some(s) = self.lead_seen.filter(|s| s.from <= from) {
+            match s.found {
+                Some(f) if f >= from => return (f + n <= limit).then_some(f),
+                // An occurrence may straddle where the last search stopped.
+                None if s.upto >= from => scan_from = s.upto.saturating_sub(n - 1).max(from).min(limit),
+                _ => {}
+            }
+        }
+        let found = memchr::memmem::find(&b[scan_from..limit], self.lead.as_bytes()).map(|k| scan_from + k);
+        self.lead_seen = Some(Stop { key: [0, 0], from, upto: limit, found });
+        found
     }
 
     /// The first of the `key` bytes or a line break in `hay[from..limit]`, remembering
@@ -1850,6 +1901,41 @@ mod tests {
 
     use super::*;
 
+    /// A text capture ends before its message's leading words recur: glued reports
+    /// are two matches, not one whose capture swallowed the second message.
+    #[test]
+    fn a_text_capture_does_not_run_into_its_own_message_again() {
+        let t = Template::parse("size mismatch for {text:param}: copying a param with shape {shape:a}").unwrap();
+        let text = |hay: &str| {
+            t.match_at(hay, 0).map(|m| match &m.captures[0].value {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            })
+        };
+        // (text, the param captured)
+        let table: &[(&str, Option<&str>)] = &[
+            ("size mismatch for fc.weight: copying a param with shape [2, 3]", Some("fc.weight")),
+            // Glued: the first report is cut before its shape; the second is whole.
+            (
+                "size mismatch for fc.weight: copying a param with size mismatch for fc.bias: copying a param with shape [3]",
+                Some("fc.bias"),
+            ),
+            // The message's words at the capture's very start are its text.
+            ("size mismatch for size mismatch for x: copying a param with shape [3]", Some("size mismatch for x")),
+        ];
+        for (hay, want) in table {
+            let got = match text(hay) {
+                Some(v) => Some(v),
+                // The first report fails; the glued second one matches where it begins.
+                None => hay.rfind("size mismatch for").and_then(|at| text(&hay[at..])),
+            };
+            assert_eq!(got.as_deref(), *want, "{hay}");
+        }
+        // Without the stop, the first attempt above would have captured across both.
+        let glued = "size mismatch for fc.weight: copying a param with size mismatch for fc.bias: copying a param with shape [3]";
+        assert_eq!(text(glued), None);
+    }
+
     /// What one search read answers the next from further on: a stop already seen, or
     /// a stretch known to hold none, read again only past its end.
     #[test]
@@ -1946,6 +2032,7 @@ mod tests {
                     let run = |every_end: bool| {
                         let mut m = Matcher::new(&hay, 0, partial);
                         m.every_end = every_end;
+                        m.lead = &t.entries[0].lead_text;
                         let cont = Cont { seq: &t.pieces, next: None };
                         let end = m.run(&cont, 0);
                         let caps: Vec<(String, Value)> = m.caps.into_iter().map(|c| (c.name, c.value)).collect();
