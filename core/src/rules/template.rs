@@ -219,7 +219,7 @@ impl Entry {
         }
         let mut e =
             Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true, lead_text: String::new() };
-        let text = (0..e.lead.len()).map(|k| e.word(pieces, k)).collect::<Vec<_>>().join(" ");
+        let text = e.text(pieces);
         if text.len() >= MIN_LEAD_STOP {
             e.lead_text = text;
         }
@@ -242,6 +242,11 @@ impl Entry {
             let second = longest_word(&words[..first]).filter(|&(_, s)| s.len() >= MIN_SECOND_ANCHOR && s != w);
             self.anchors.extend(second.map(|(k, _)| k));
         }
+    }
+
+    /// Its leading words, one space between them.
+    fn text(&self, pieces: &[Piece]) -> String {
+        (0..self.lead.len()).map(|k| self.word(pieces, k)).collect::<Vec<_>>().join(" ")
     }
 
     fn word<'p>(&self, pieces: &'p [Piece], k: usize) -> &'p str {
@@ -618,7 +623,7 @@ impl Template {
     }
 
     fn lead_text_of(&self, entry: usize) -> String {
-        (0..self.lead_count(entry)).map(|k| self.word(entry, k)).collect::<Vec<_>>().join(" ")
+        self.entries.get(entry).map_or_else(String::new, |e| e.text(&self.pieces))
     }
 
     /// How many pieces the template has, its groups' contents included (at most
@@ -1004,14 +1009,29 @@ enum End {
     Stop,
 }
 
-/// A search [`Matcher::next_stop`] made: `hay[from..upto]` was read for the `key`
-/// bytes or a line break, and `found` is the first (none in it when `None`).
+/// A search a [`Matcher`] made and remembers: `hay[from..upto]` was read, and `found`
+/// is the first occurrence in it (none when `None`). Tries of a text capture ask again
+/// from a little further on: [`Seen::resume`] answers from this where it can.
 #[derive(Clone, Copy)]
-struct Stop {
-    key: [u8; 2],
+struct Seen {
     from: usize,
     upto: usize,
     found: Option<usize>,
+}
+
+impl Seen {
+    /// For a search of a needle `len` bytes long from `from` to `limit`: `Ok` with the
+    /// answer when what was read settles it, else `Err` with where reading must resume
+    /// (an occurrence may straddle where this search stopped).
+    fn resume(this: Option<Seen>, from: usize, limit: usize, len: usize) -> Result<Option<usize>, usize> {
+        match this.filter(|s| s.from <= from) {
+            Some(Seen { found: Some(f), .. }) if f >= from => Ok(Some(f).filter(|&f| f + len <= limit)),
+            Some(Seen { found: None, upto, .. }) if upto >= from => {
+                Err(upto.saturating_sub(len.saturating_sub(1)).max(from).min(limit))
+            }
+            _ => Err(from),
+        }
+    }
 }
 
 struct Cont<'p> {
@@ -1037,7 +1057,7 @@ struct Matcher<'h> {
     /// The first letter matched in the other case.
     folded: bool,
     /// What [`Matcher::next_stop`] has read, per bytes searched for.
-    stops: Vec<Stop>,
+    stops: Vec<([u8; 2], Seen)>,
     /// Try every character end of a text capture: the reference the tests hold the
     /// ends found by [`Matcher::text_before_literal`] to.
     every_end: bool,
@@ -1049,7 +1069,7 @@ struct Matcher<'h> {
     /// repeat of the message within the capture's reach.
     lead: &'h str,
     /// What [`Matcher::lead_stop`] has read.
-    lead_seen: Option<Stop>,
+    lead_seen: Option<Seen>,
 }
 
 impl<'h> Matcher<'h> {
@@ -1317,19 +1337,13 @@ impl<'h> Matcher<'h> {
     /// Where [`Matcher::lead`] first begins in `hay[from..limit]` (wholly inside it),
     /// remembering what was read as [`Matcher::next_stop`] does.
     fn lead_stop(&mut self, from: usize, limit: usize) -> Option<usize> {
-        let b = self.hay.as_bytes();
-        let n = self.lead.len();
-        let mut scan_from = from;
-        if let Some(s) = self.lead_seen.filter(|s| s.from <= from) {
-            match s.found {
-                Some(f) if f >= from => return (f + n <= limit).then_some(f),
-                // An occurrence may straddle where the last search stopped.
-                None if s.upto >= from => scan_from = s.upto.saturating_sub(n - 1).max(from).min(limit),
-                _ => {}
-            }
-        }
-        let found = memchr::memmem::find(&b[scan_from..limit], self.lead.as_bytes()).map(|k| scan_from + k);
-        self.lead_seen = Some(Stop { key: [0, 0], from, upto: limit, found });
+        let scan_from = match Seen::resume(self.lead_seen, from, limit, self.lead.len()) {
+            Ok(found) => return found,
+            Err(at) => at,
+        };
+        let found =
+            memchr::memmem::find(&self.hay.as_bytes()[scan_from..limit], self.lead.as_bytes()).map(|k| scan_from + k);
+        self.lead_seen = Some(Seen { from, upto: limit, found });
         found
     }
 
@@ -1339,24 +1353,18 @@ impl<'h> Matcher<'h> {
     /// capture before it) asks again from a little further on, and is answered from
     /// what the last search saw instead of reading up to [`MAX_TEXT`] bytes again.
     fn next_stop(&mut self, key: [u8; 2], from: usize, limit: usize) -> Option<usize> {
-        let b = self.hay.as_bytes();
-        let slot = self.stops.iter().position(|s| s.key == key);
-        let mut scan_from = from;
-        if let Some(s) = slot.map(|i| self.stops[i]) {
-            if s.from <= from {
-                match s.found {
-                    Some(f) if f >= from => return (f < limit).then_some(f),
-                    None if s.upto >= from => scan_from = s.upto.min(limit),
-                    _ => {}
-                }
-            }
-        }
-        let found = memchr::memchr3(key[0], key[1], b'\n', &b[scan_from..limit]).map(|k| scan_from + k);
-        let stop = Stop { key, from, upto: limit, found };
+        let slot = self.stops.iter().position(|(k, _)| *k == key);
+        let scan_from = match Seen::resume(slot.map(|i| self.stops[i].1), from, limit, 1) {
+            Ok(found) => return found,
+            Err(at) => at,
+        };
+        let found =
+            memchr::memchr3(key[0], key[1], b'\n', &self.hay.as_bytes()[scan_from..limit]).map(|k| scan_from + k);
+        let seen = (key, Seen { from, upto: limit, found });
         match slot {
-            Some(i) => self.stops[i] = stop,
-            None if self.stops.len() < 4 => self.stops.push(stop),
-            None => self.stops[0] = stop,
+            Some(i) => self.stops[i] = seen,
+            None if self.stops.len() < 4 => self.stops.push(seen),
+            None => self.stops[0] = seen,
         }
         found
     }
