@@ -86,7 +86,7 @@ proptest! {
         prop_assert_eq!(rule_ids(&engine().diagnose(&mutated)), base);
     }
 
-    /// An engine's only cache is the scan DFA, built once a diagnosis has read 2 MB: an
+    /// An engine's only cache is the scan DFA, built once it has read 2 MB in all: an
     /// engine that built it reports exactly what a fresh one does.
     #[test]
     fn a_warm_engine_reports_what_a_fresh_one_does(log in an_example()) {

@@ -372,6 +372,25 @@ mod tests {
         assert!(report.findings.is_empty() && report.input.lines == 0);
     }
 
+    /// The scan switches to its DFA once the engine has read `DFA_AFTER` bytes in all,
+    /// over many small diagnoses as over one big one (an embedder diagnosing pastes
+    /// one after another pays for the DFA once), and not before.
+    #[test]
+    fn the_scan_dfa_is_built_once_the_engine_has_read_enough_in_all() {
+        let engine = Engine::builtin();
+        let paste = "step 1200 loss 2.1183 lr 3.00e-04 grad_norm 0.917 tokens/s 183211\n".repeat(1600);
+        let pastes = crate::rules::prefilter::DFA_AFTER as usize / paste.len();
+        for _ in 0..pastes {
+            let _ = engine.diagnose(&paste);
+        }
+        assert!(!engine.prefilter.has_dfa(), "{pastes} pastes of {} bytes stay under the switch", paste.len());
+        let _ = engine.diagnose(&paste);
+        let _ = engine.diagnose(&paste);
+        assert!(engine.prefilter.has_dfa(), "past the switch the scan uses its DFA");
+        let fresh = Engine::builtin();
+        assert!(!fresh.prefilter.has_dfa());
+    }
+
     #[test]
     fn the_precompiled_builtin_pack_is_the_toml_pack() {
         let sources = builtin_sources();

@@ -31,8 +31,8 @@ use super::{Cleaner, Line, MAX_LINE};
 pub(crate) trait Trigger {
     /// Scans raw bytes: calls `hit(offset, pattern)` for each template anchor or needle
     /// (`Some(pattern)`, judged by [`Trigger::could_match`]) and each structural literal
-    /// (`None`, always kept), and marks the needles it sees in `seen`. `read` is how many bytes of the input have been read so far.
-    fn scan(&self, bytes: &[u8], read: u64, seen: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>));
+    /// (`None`, always kept), and marks the needles it sees in `seen`.
+    fn scan(&self, bytes: &[u8], seen: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>));
     /// The raw line as text when it can be judged raw (plain ASCII, no colour codes),
     /// `None` when every hit on it must be kept. Computed once per line: per-hit work
     /// must not depend on the line's length.
@@ -236,7 +236,7 @@ impl Window {
         let (body, tail) = rest.split_at(complete);
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
-        trigger.scan(body, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
+        trigger.scan(body, &mut self.seen, &mut |off, p| hits.push((off, p)));
         hits.sort_unstable();
         let mut h = 0;
         let mut start = 0;
@@ -312,7 +312,7 @@ impl Window {
     /// scanned on its own.
     fn whole_line(&mut self, trigger: &dyn Trigger, raw: &[u8], cut: bool) {
         let mut hits = Vec::new();
-        trigger.scan(raw, self.bytes, &mut self.seen, &mut |off, p| hits.push((off, p)));
+        trigger.scan(raw, &mut self.seen, &mut |off, p| hits.push((off, p)));
         let judged = trigger.judgeable(raw);
         let mut pool = trigger.line_pool(raw.len());
         let hit = hits.iter().any(|&(off, p)| {
@@ -601,7 +601,7 @@ mod tests {
     struct KeepAll;
 
     impl Trigger for KeepAll {
-        fn scan(&self, _: &[u8], _: u64, _: &mut [bool], _: &mut dyn FnMut(usize, Option<usize>)) {}
+        fn scan(&self, _: &[u8], _: &mut [bool], _: &mut dyn FnMut(usize, Option<usize>)) {}
         fn judgeable<'l>(&self, _: &'l [u8]) -> Option<&'l str> {
             None
         }
@@ -632,7 +632,7 @@ mod tests {
     }
 
     impl Trigger for FailingHits {
-        fn scan(&self, bytes: &[u8], _: u64, _: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>)) {
+        fn scan(&self, bytes: &[u8], _: &mut [bool], hit: &mut dyn FnMut(usize, Option<usize>)) {
             for (i, _) in bytes.windows(5).enumerate().filter(|(_, w)| w == b"line ") {
                 hit(i, Some(0));
             }
