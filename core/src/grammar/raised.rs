@@ -206,6 +206,85 @@ fn field(t: &str, extra: &[String]) -> Option<Raised> {
     None
 }
 
+/// A line without Markdown decoration: list bullets, quote marks, emphasis and code
+/// marks go (`- **Exception Type:** RuntimeError` reads `Exception Type: RuntimeError`).
+fn undecorated(line: &str) -> String {
+    let t: String = line.chars().filter(|c| !matches!(c, '*' | '`')).collect();
+    t.trim().trim_start_matches(['-', '>', '#', ' ']).trim().to_string()
+}
+
+/// Whether the text before a message on its line is only a label about it
+/// (`Exception Message:`, `Error message:`, `Reason:`, decorated or not) or nothing: the class may then be named by a
+/// header line above it ([`labelled_class`]).
+pub fn is_message_label(before: &str) -> bool {
+    let t = undecorated(before);
+    let Some(label) = t.strip_suffix(':') else { return t.is_empty() };
+    let words: Vec<&str> = label.split_whitespace().collect();
+    let lower = label.to_ascii_lowercase();
+    let names = ["message", "msg", "error", "exception", "reason", "detail", "value"].iter().any(|w| lower.contains(w));
+    names && (1..=3).contains(&words.len()) && words.iter().all(|w| w.chars().all(|c| c.is_ascii_alphabetic()))
+}
+
+/// The message on a line that labels it (`- **Exception Message:** Given groups=1, ...`,
+/// `Error message: ...`): the text after the label.
+pub fn labelled_message(line: &str) -> Option<String> {
+    let t = undecorated(line);
+    let (label, message) = t.split_once(':')?;
+    let message = message.trim();
+    (is_message_label(&format!("{label}:")) && !message.is_empty()).then(|| message.to_string())
+}
+
+/// The class a header line names for a message printed below it, the way a tool that
+/// caught the exception reports it: VS Code's `Exception has occurred: RuntimeError
+/// (note: full exception trace is shown ...)`, ComfyUI's error report
+/// `- **Exception Type:** RuntimeError`, `Error type: ValueError`. The label must say
+/// it is about an exception or error; the class ends the line, a parenthesised note
+/// aside.
+pub fn labelled_class(line: &str, extra: &[String]) -> Option<String> {
+    let (label, class) = label_and_class(line, extra)?;
+    let says = label.contains("exception") || label.contains("error") || is_debugger_label(&label);
+    (says && label.split_whitespace().count() <= 4).then_some(class)
+}
+
+/// The class of a debugger's exception header, VS Code's `Exception has occurred:
+/// RuntimeError` in any of its languages (`发生异常: RuntimeError`). Its frames follow
+/// the message innermost first, the reverse of a Python traceback.
+pub fn debugger_class(line: &str, extra: &[String]) -> Option<String> {
+    let (label, class) = label_and_class(line, extra)?;
+    is_debugger_label(&label).then_some(class)
+}
+
+/// VS Code's exception header in the languages it ships (lower case).
+const DEBUGGER_LABELS: [&str; 9] = [
+    "exception has occurred",
+    "发生异常",
+    "發生例外狀況",
+    "例外が発生しました",
+    "예외가 발생했습니다",
+    "ausnahme aufgetreten",
+    "une exception s'est produite",
+    "se produjo una excepción",
+    "возникло исключение",
+];
+
+fn is_debugger_label(label: &str) -> bool {
+    let l = label.trim().to_lowercase();
+    DEBUGGER_LABELS.iter().any(|d| l == *d)
+}
+
+/// `label: Class` ending a line (a parenthesised note after the class aside), the
+/// label in lower case.
+fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
+    let t = undecorated(line);
+    let t = match t.rfind(" (") {
+        Some(p) if t.ends_with(')') => t[..p].trim_end(),
+        _ => t.as_str(),
+    };
+    let (label, class) = t.rsplit_once(':')?;
+    let class = class.trim();
+    (!label.trim().is_empty() && is_class(class, extra)).then(|| (label.to_lowercase(), class.to_string()))
+}
+
 /// pytest's `tests/test_train.py:42: ValueError` (the line ends with the class).
 fn footer(t: &str, extra: &[String]) -> Option<Raised> {
     let (head, class) = t.rsplit_once(": ")?;
@@ -328,6 +407,49 @@ mod tests {
         ];
         for (before, want) in table {
             assert_eq!(class_before(before, &e), want, "{before}");
+        }
+    }
+
+    #[test]
+    fn headers_that_name_the_class_of_a_message_below() {
+        let e = extra();
+        // (line, labelled_class, debugger_class)
+        let table: &[(&str, Option<&str>, Option<&str>)] = &[
+            (
+                "Exception has occurred: RuntimeError       (note: full exception trace is shown but execution is paused at: _run_module_as_main)",
+                Some("RuntimeError"),
+                Some("RuntimeError"),
+            ),
+            ("发生异常: RuntimeError", Some("RuntimeError"), Some("RuntimeError")),
+            ("- **Exception Type:** RuntimeError", Some("RuntimeError"), None),
+            ("Error type: torch.cuda.OutOfMemoryError", Some("torch.cuda.OutOfMemoryError"), None),
+            ("> Exception Type: `BackendCompilerFailed`", Some("BackendCompilerFailed"), None),
+            // Not a label about an exception, or not a class.
+            ("- **Node Type:** VAEDecode", None, None),
+            ("Last layer: LinearError", None, None),
+            ("Exception has occurred: something odd", None, None),
+            ("The loss went up after the fix we tried for the error: RuntimeError", None, None),
+            ("RuntimeError: CUDA error", None, None),
+        ];
+        for (line, labelled, debugger) in table {
+            assert_eq!(labelled_class(line, &e).as_deref(), *labelled, "{line}");
+            assert_eq!(debugger_class(line, &e).as_deref(), *debugger, "{line}");
+        }
+        assert_eq!(
+            labelled_message("- **Exception Message:** Given groups=1, weight of size [4, 4, 1, 1]").as_deref(),
+            Some("Given groups=1, weight of size [4, 4, 1, 1]")
+        );
+        assert_eq!(labelled_message("- **Node Type:** VAEDecode"), None);
+        assert_eq!(labelled_message("Exception Message:"), None);
+        for (before, label) in [
+            ("", true),
+            ("  ", true),
+            ("- **Exception Message:** ", true),
+            ("Error message: ", true),
+            ("I get this: ", false),
+            ("x = f(y) # ", false),
+        ] {
+            assert_eq!(is_message_label(before), label, "{before:?}");
         }
     }
 }

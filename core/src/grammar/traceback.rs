@@ -387,13 +387,62 @@ fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
             continue;
         }
         let link = if out.is_empty() { Link::Start } else { pending };
+        let me = out.len();
         i = parse_one(lines, i, header, link, &mut out, layout);
+        if !header {
+            exception_above(&mut out[me], lines, layout.classes);
+        }
         pending = Link::Start;
     }
     if let Some(t) = out.last_mut() {
         raised_by_last_frame(t, lines);
     }
     out
+}
+
+/// How far above its frames a header naming their exception may be: a debugger's
+/// header and its message, or a report's class and message bullets, a heading and
+/// blank lines.
+const EXCEPTION_HEADER_REACH: usize = 8;
+
+/// A headless traceback under a header that names its exception, as a tool that caught
+/// it prints: a debugger's panel, VS Code's `Exception has occurred: RuntimeError` (or
+/// `发生异常: RuntimeError`), the message, then the frames innermost first (they are put
+/// outermost first, as every traceback's are); or an error report, ComfyUI's
+/// `- **Exception Type:** RuntimeError` and `- **Exception Message:** ...` bullets, then
+/// `## Stack Trace` and the frames. The header and message are its exception when no
+/// exception line follows the frames.
+fn exception_above(t: &mut Traceback, lines: &[&str], classes: &[String]) {
+    use super::raised::{debugger_class, labelled_class, labelled_message};
+    let from = t.start.saturating_sub(EXCEPTION_HEADER_REACH);
+    let Some((k, class)) = (from..t.start).rev().find_map(|k| labelled_class(lines[k], classes).map(|c| (k, c))) else {
+        return;
+    };
+    let between = &lines[k + 1..t.start];
+    let (message, last) = if debugger_class(lines[k], classes).is_some() {
+        // The panel: the message, then the frames at once.
+        if between.iter().any(|l| l.trim().is_empty()) {
+            return;
+        }
+        t.frames.reverse();
+        let message: Vec<&str> = between.iter().map(|l| l.trim()).collect();
+        (message.join(" "), if between.is_empty() { k } else { t.start - 1 })
+    } else {
+        // A report: the message's own bullet next, then only headings, fences and blanks.
+        let Some(message) = between.first().and_then(|l| labelled_message(l)) else { return };
+        let layout = |l: &&str| {
+            let l = l.trim();
+            l.is_empty() || l.starts_with('#') || l.starts_with("```")
+        };
+        if !between[1..].iter().all(layout) {
+            return;
+        }
+        (message, k + 1)
+    };
+    if t.exception.is_none() {
+        t.exception = Some(Exception { class, message, first: k, last });
+        t.start = k;
+    }
 }
 
 /// A paste cut right after the frame that raised: the last traceback of the lines, with
@@ -1089,6 +1138,65 @@ mod tests {
             Some("runtime_error")
         );
         assert_eq!(terminate_class("terminate called without an active exception"), None);
+    }
+
+    #[test]
+    fn a_debugger_panel_lists_frames_innermost_first() {
+        let lines = [
+            "发生异常: RuntimeError",
+            "mat1 and mat2 shapes cannot be multiplied (2708x7 and 256x256)",
+            "  File \"/w/models/edcoder.py\", line 246, in mask_attr_prediction",
+            "    rep = self.encoder_to_decoder(enc_rep)",
+            "  File \"/w/main.py\", line 146, in <module>",
+            "    main(args)",
+        ];
+        let tbs = parse(&lines);
+        assert_eq!(tbs.len(), 1);
+        let tb = &tbs[0];
+        let x = tb.exception.as_ref().expect("the header and message are the exception");
+        assert_eq!((x.class.as_str(), x.first, x.last), ("RuntimeError", 0, 1));
+        assert!(x.message.starts_with("mat1 and mat2 shapes"));
+        let order: Vec<Option<u32>> = tb.frames.iter().map(|f| f.line).collect();
+        assert_eq!(order, [Some(146), Some(246)], "outermost first");
+        assert_eq!(tb.user_frame().map(Frame::short).as_deref(), Some("edcoder.py:246"));
+        // Without the debugger's header the same frames are a cut traceback, in the
+        // order printed.
+        let tbs = parse(&lines[1..]);
+        assert_eq!(tbs[0].frames.first().and_then(|f| f.line), Some(246));
+        assert!(tbs[0].exception.is_none());
+        // The paste may end with the exception line too: the order is the panel's still.
+        let mut with_line = lines.to_vec();
+        with_line.push("RuntimeError: mat1 and mat2 shapes cannot be multiplied (2708x7 and 256x256)");
+        let tbs = parse(&with_line);
+        assert_eq!(tbs[0].user_frame().map(Frame::short).as_deref(), Some("edcoder.py:246"));
+        assert_eq!(tbs[0].exception.as_ref().map(|x| x.first), Some(6));
+    }
+
+    #[test]
+    fn an_error_report_names_the_exception_above_its_stack() {
+        let lines = [
+            "## Error Details",
+            "- **Node Type:** VAEDecode",
+            "- **Exception Type:** RuntimeError",
+            "- **Exception Message:** Given groups=1, weight of size [4, 4, 1, 1], expected input[1, 16, 8, 8] to have 4 channels, but got 16 channels instead",
+            "## Stack Trace",
+            "",
+            "  File \"/srv/ComfyUI/execution.py\", line 323, in execute",
+            "    output_data = get_output_data(obj, input_data_all)",
+            "",
+            "  File \"/srv/ComfyUI/nodes.py\", line 284, in decode",
+            "    images = vae.decode(samples[\"samples\"])",
+        ];
+        let tbs = parse(&lines);
+        assert_eq!(tbs.len(), 1);
+        let x = tbs[0].exception.as_ref().expect("the bullets are its exception");
+        assert_eq!((x.class.as_str(), x.first, x.last), ("RuntimeError", 2, 3));
+        assert!(x.message.starts_with("Given groups=1"));
+        assert_eq!(tbs[0].user_frame().map(Frame::short).as_deref(), Some("nodes.py:284"), "in printed order");
+        // Prose between the bullets and the stack: not the report's shape.
+        let mut prose = lines.to_vec();
+        prose[4] = "I tried three other workflows and updated everything.";
+        assert!(parse(&prose)[0].exception.is_none());
     }
 
     #[test]

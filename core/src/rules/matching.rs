@@ -553,8 +553,9 @@ impl Stream<'_> {
 /// exception line; else, outside a parsed traceback: the last `Class:` before the
 /// message on its line (prose, quotes and backticks between them, a class glued to the
 /// message or to non-Latin text), a dict or JSON field on the line naming the class, a
-/// frameless block (a line `Class:` alone above the message), a pytest footer in the
-/// lines after, and for a C++ `what():` line the class of the
+/// frameless block (a line `Class:` alone above the message), a header above naming it
+/// (`Exception has occurred: RuntimeError`, `**Exception Type:** RuntimeError`), a
+/// pytest footer in the lines after, and for a C++ `what():` line the class of the
 /// `terminate called after throwing an instance of 'T'` above it. `col` is the
 /// message's byte offset in line `first`; `extra` the classes the rule data adds.
 pub(crate) fn exception_class<'a>(
@@ -592,6 +593,16 @@ pub(crate) fn exception_class<'a>(
             if let Some(c) = p.strip_suffix(':').filter(|c| raised::is_class(c, extra)) {
                 return Some(short(c));
             }
+        }
+    }
+    // A header above names it, as a debugger or an error report prints the class
+    // apart from its message: `Exception has occurred: RuntimeError` (VS Code), then
+    // the message alone; `- **Exception Type:** RuntimeError`, then
+    // `- **Exception Message:** ...` (ComfyUI).
+    if raised::is_message_label(&line[..col]) {
+        let above = (first.saturating_sub(2)..first).rev().filter_map(&line_at);
+        if let Some(c) = above.take_while(|l| !l.trim().is_empty()).find_map(|l| raised::labelled_class(l, extra)) {
+            return Some(short(&c));
         }
     }
     // pytest prints the class again after the message: `tests/test_x.py:12: ValueError`.
@@ -905,9 +916,11 @@ impl LineIndex {
                     }
                 }
             }
-            let end = t.exception.as_ref().map(|e| e.first).unwrap_or(t.end + 1);
-            if let Some(f) = t.frames.first() {
-                let from = (t.start + 1).max(f.at);
+            // Frames are outermost first; a debugger printed them the other way, under
+            // its message.
+            if let Some(at) = t.frames.iter().map(|f| f.at).min() {
+                let from = (t.start + 1).max(at);
+                let end = t.exception.as_ref().map(|e| e.first).filter(|&e| e > at).unwrap_or(t.end + 1);
                 for x in frame.iter_mut().take(end).skip(from) {
                     *x = true;
                 }
