@@ -330,6 +330,11 @@ fn parse_lines(lines: &[&str], layout: &Layout<'_>) -> Vec<Traceback> {
     let mut i = 0;
     let mut pending = Link::Start;
     while i < lines.len() {
+        if let Some(next) = pytest_failure(lines, i, &mut out) {
+            pending = Link::Start;
+            i = next;
+            continue;
+        }
         let l = lines[i];
         let t = l.trim();
         if t.starts_with(CAUSE) {
@@ -442,6 +447,122 @@ fn exception_above(t: &mut Traceback, lines: &[&str], classes: &[String]) {
     if t.exception.is_none() {
         t.exception = Some(Exception { class, message, first: k, last });
         t.start = k;
+    }
+}
+
+/// Lines a pytest failure may span; a longer one is read as what it shows.
+const PYTEST_REACH: usize = 4096;
+
+/// pytest's report of one failed test, in its long (default) or short (`--tb=short`)
+/// form, as one traceback. Its header is the test's name between underscores; each
+/// frame is a block of source, the line that ran marked `>`, and a location line
+/// `path.py:18: ` (long form; the last one ends with the class) or a location line
+/// `path.py:18: in test_x` with the source below (short form); the exception is on the
+/// `E   ` lines. Every line of the blocks is code, so what they quote (a `raise` of
+/// another message) is never read as a message. Returns the line after it, or `None`
+/// when line `i` does not begin one.
+fn pytest_failure(lines: &[&str], i: usize, out: &mut Vec<Traceback>) -> Option<usize> {
+    if !is_pytest_header(lines[i]) {
+        return None;
+    }
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut exception: Option<Exception> = None;
+    // First line of the block being read, and its `>` line.
+    let mut block = i + 1;
+    let mut marked: Option<String> = None;
+    let mut last_code: Option<String> = None;
+    let mut j = i + 1;
+    let mut end = i;
+    let stop = lines.len().min(i.saturating_add(PYTEST_REACH));
+    while j < stop {
+        let raw = lines[j];
+        let t = raw.trim();
+        if is_pytest_header(raw) || t.starts_with("====") {
+            break;
+        }
+        if let Some(e) = raw.strip_prefix('E').filter(|e| e.is_empty() || e.starts_with(' ')) {
+            let e = e.trim();
+            match exception.as_mut() {
+                Some(x) if x.last + 1 == j => {
+                    x.message = format!("{} {e}", x.message).trim().to_string();
+                    x.last = j;
+                }
+                None => {
+                    if let Some((class, message)) = exception_line(e).filter(|(c, _)| is_exception_class_name(c)) {
+                        exception = Some(Exception {
+                            class: class.to_string(),
+                            message: message.to_string(),
+                            first: j,
+                            last: j,
+                        });
+                    }
+                }
+                Some(_) => {}
+            }
+            end = j;
+        } else if let Some((file, line, func)) = pytest_location(t) {
+            let short = func.is_some();
+            let code = if short {
+                lines.get(j + 1).filter(|n| n.starts_with([' ', '\t'])).map(|n| n.trim().to_string())
+            } else {
+                // pytest prints a function's source up to the line that ran: the marked
+                // one, or the last when a cleaner took the `>` for a quote mark.
+                marked.take().or(last_code.take())
+            };
+            frames.push(Frame { file, line: Some(line), func, code, at: if short { j } else { block } });
+            block = j + 1;
+            last_code = None;
+            end = j;
+        } else if t.chars().all(|c| c == '_' || c == ' ') && !t.is_empty() {
+            // `_ _ _ _`: the next frame's block begins.
+            block = j + 1;
+            last_code = None;
+            end = j;
+        } else if let Some(code) = raw.strip_prefix('>') {
+            marked = Some(code.trim().to_string());
+            end = j;
+        } else if !t.is_empty() {
+            last_code = Some(t.to_string());
+            end = j;
+        }
+        j += 1;
+    }
+    if frames.is_empty() && exception.is_none() {
+        return None;
+    }
+    let chain = out.len();
+    out.push(Traceback { start: i, end, frames, exception, link: Link::Start, chain });
+    Some(end + 1)
+}
+
+/// pytest's line above a failed test's report: its name between runs of underscores
+/// (`____ test_wrapper ____`, `____ TestX.test_y[cpu] ____`).
+fn is_pytest_header(l: &str) -> bool {
+    let t = l.trim();
+    let runs = t.starts_with("___") && t.ends_with("___");
+    let spaced = t.trim_start_matches('_').starts_with(' ') && t.trim_end_matches('_').ends_with(' ');
+    let name = t.trim_matches('_').trim();
+    runs && spaced && !name.is_empty() && !name.contains(' ')
+}
+
+/// A pytest location line: `path.py:18: ` or `path.py:310: AssertionError` (long form),
+/// `path.py:18: in test_x` (short form, the function given).
+fn pytest_location(t: &str) -> Option<(String, u32, Option<String>)> {
+    let (head, tail) = match t.split_once(": ") {
+        Some((h, r)) => (h, r.trim()),
+        None => (t.strip_suffix(':')?, ""),
+    };
+    let (file, line) = head.rsplit_once(':')?;
+    let path_ok = !file.is_empty() && !file.contains(' ') && (file.ends_with(".py") || file.contains('/'));
+    let line: u32 = line.parse().ok()?;
+    if !path_ok {
+        return None;
+    }
+    match tail.strip_prefix("in ") {
+        Some(func) if !func.contains(' ') => Some((file.to_string(), line, Some(func.to_string()))),
+        Some(_) => None,
+        None if tail.is_empty() || is_exception_class_name(tail) => Some((file.to_string(), line, None)),
+        None => None,
     }
 }
 
@@ -603,6 +724,9 @@ fn parse_one(
             // `---> 43     outputs = model(inputs)` marks the line that ran.
             if let (Some(code), Some(f)) = (code, frames.last_mut()) {
                 f.code = Some(code);
+                // An old IPython frame (`path in f(x)`) prints no line number but
+                // the arrow's.
+                f.line = f.line.or_else(|| arrow_line(raw));
             }
             end = i;
             i += 1;
@@ -934,6 +1058,14 @@ fn ipython_source(raw: &str) -> bool {
         || t.split_once(' ').is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The line number an IPython arrow points at: `----> 1 model.train(` gives 1.
+fn arrow_line(raw: &str) -> Option<u32> {
+    let t = raw.trim_start();
+    let after = t.strip_prefix("-")?.trim_start_matches('-').strip_prefix('>')?.trim_start();
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 fn ipython_code(raw: &str) -> Option<Option<String>> {
     let t = raw.trim_start();
     if t.starts_with("->") || t.starts_with("--") || t.starts_with('❱') {
@@ -1200,6 +1332,52 @@ mod tests {
     }
 
     #[test]
+    fn a_pytest_failure_is_one_traceback() {
+        let long = "______________________ test_wrapper ______________________\n\n    def test_wrapper():\n        lr = 0.3\n>       w = torch.randn(3, 2).cuda()\n\ntests/test_opt.py:18: \n_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n\n    def _lazy_init():\n        if _is_in_bad_fork():\n            raise RuntimeError(\n                \"Cannot re-initialize CUDA in forked subprocess. To use CUDA with \"\n            )\n>           raise AssertionError(\"Torch not compiled with CUDA enabled\")\nE           AssertionError: Torch not compiled with CUDA enabled\n\n/usr/lib/python3.11/site-packages/torch/cuda/__init__.py:310: AssertionError\n=========== short test summary info ===========\n";
+        for (l, want) in [
+            ("tests/test_opt.py:18: ", Some(("tests/test_opt.py", 18, None))),
+            ("tests/test_opt.py:18: in test_wrapper", Some(("tests/test_opt.py", 18, Some("test_wrapper")))),
+            ("/x/torch/cuda/__init__.py:310: AssertionError", Some(("/x/torch/cuda/__init__.py", 310, None))),
+            ("train.py:18: loss went up", None),
+            ("note: 18: x", None),
+        ] {
+            let got = pytest_location(l.trim());
+            let got = got.as_ref().map(|(f, n, func)| (f.as_str(), *n, func.as_deref()));
+            assert_eq!(got, want, "{l}");
+        }
+        let tbs = parse_text(long);
+        assert_eq!(tbs.len(), 1, "{tbs:?}");
+        let t = &tbs[0];
+        let x = t.exception.as_ref().expect("the E line");
+        assert_eq!(
+            (x.class.as_str(), x.message.as_str(), x.first),
+            ("AssertionError", "Torch not compiled with CUDA enabled", 15)
+        );
+        let f = t.user_frame().expect("the test is user code");
+        assert_eq!(
+            (f.short(), f.code.as_deref()),
+            ("test_opt.py:18".to_string(), Some("w = torch.randn(3, 2).cuda()"))
+        );
+        assert_eq!(t.frames.len(), 2, "{:?}", t.frames);
+        // Every line of the blocks lies before the exception, from the first block on.
+        assert_eq!(t.frames.iter().map(|f| f.at).min(), Some(1));
+        // A cleaner that read `>` as a quote mark leaves the line that ran last.
+        let unquoted = long.replace(">       w =", "        w =");
+        let tbs = parse_text(&unquoted);
+        assert_eq!(tbs[0].user_frame().and_then(|f| f.code.as_deref()), Some("w = torch.randn(3, 2).cuda()"));
+        let short = "___ test_wrapper ___\ntests/test_opt.py:18: in test_wrapper\n    w = torch.randn(3, 2).cuda()\n../torch/cuda/__init__.py:310: in _lazy_init\n    raise AssertionError(\"Torch not compiled with CUDA enabled\")\nE   AssertionError: Torch not compiled with CUDA enabled\n";
+        let tbs = parse_text(short);
+        assert_eq!(tbs.len(), 1);
+        assert_eq!(tbs[0].frames[0].func.as_deref(), Some("test_wrapper"));
+        assert_eq!(tbs[0].user_frame().map(Frame::short).as_deref(), Some("test_opt.py:18"));
+        assert_eq!(tbs[0].exception.as_ref().map(|x| x.class.as_str()), Some("AssertionError"));
+        // Underscores around words that are not a test's name begin nothing.
+        for l in ["_ _ _ _ _ _", "____ not a header ____", "__init__", "___"] {
+            assert!(!is_pytest_header(l), "{l}");
+        }
+    }
+
+    #[test]
     fn frames_cut_by_a_terminal_wrap() {
         let long = "/home/kim/exp/.venv/lib/python3.12/site-packages/torch/_tensor.py";
         for (a, b, line, func) in [
@@ -1262,6 +1440,17 @@ mod tests {
         assert_eq!((f.short(), f.code.as_deref()), ("In[3]:7".to_string(), Some("y = x @ w")));
         assert_eq!(tbs[0].frames[0].code.as_deref(), Some("outputs = model(inputs)"));
         assert!(tbs[0].exception.is_some());
+    }
+
+    #[test]
+    fn an_old_ipython_frame_takes_its_line_from_the_arrow() {
+        let tbs = parse_text("---------------------------------------------------------------------------\nRuntimeError                              Traceback (most recent call last)\n/tmp/ipykernel_118840/3049929526.py in <module>\n----> 1 model.fit(epochs=200,\n      2     lr=0.1,\n      3 )\n\n~/lib/python3.9/site-packages/torch/nn/modules/linear.py in forward(self, input)\n    113     def forward(self, input: Tensor) -> Tensor:\n--> 114         return F.linear(input, self.weight, self.bias)\n\nRuntimeError: expected scalar type Float but found Double\n");
+        let f = tbs[0].user_frame().expect("the cell is user code");
+        assert_eq!((f.short(), f.code.as_deref()), ("3049929526.py:1".to_string(), Some("model.fit(epochs=200,")));
+        assert_eq!(tbs[0].frames[1].line, Some(114));
+        assert_eq!(arrow_line("----> 12 x = y"), Some(12));
+        assert_eq!(arrow_line("-> 1787     return self._call_impl()"), Some(1787));
+        assert_eq!(arrow_line("      2     lr=0.1,"), None);
     }
 
     #[test]
