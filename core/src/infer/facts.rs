@@ -57,6 +57,21 @@ pub(crate) fn failing_line(ev: &mut Evidence, ctx: &mut Context) {
     }
 }
 
+/// Whether every frame shown is library code, and which library the innermost one below
+/// torch is: facts of every finding with frames (a fault inside a library's own code).
+pub(crate) fn library_frames(pack: &Pack, frames: &[&Frame], ctx: &mut Context) {
+    let library_of = |f: &Frame| library_package(&f.file, f.is_user(), pack.library_packages());
+    let libs: Vec<Option<String>> = frames.iter().map(|f| library_of(f)).collect();
+    flag(ctx, "frames_all_library", !libs.is_empty() && libs.iter().all(Option::is_some));
+    let library = libs
+        .iter()
+        .rev()
+        .flatten()
+        .find(|l| *l != "torch" && *l != "python")
+        .or_else(|| libs.iter().rev().flatten().next());
+    text(ctx, "library", library.cloned());
+}
+
 fn is_accel(d: &str) -> bool {
     !(d == "cpu" || d == "meta")
 }
@@ -138,17 +153,6 @@ pub(crate) fn device_placement(
         frame_has("torch/serialization.py") || (code.contains("torch.load(") && !code.contains("map_location")),
     );
     flag(ctx, "in_dataparallel", frame_has("data_parallel") || frame_has("replicate") || frame_has("parallel_apply"));
-    // Every frame is library code, and which library the innermost one below torch is.
-    let library_of = |f: &Frame| library_package(&f.file, f.is_user(), pack.library_packages());
-    let libs: Vec<Option<String>> = frames.iter().map(|f| library_of(f)).collect();
-    flag(ctx, "frames_all_library", !libs.is_empty() && libs.iter().all(Option::is_some));
-    let library = libs
-        .iter()
-        .rev()
-        .flatten()
-        .find(|l| *l != "torch" && *l != "python")
-        .or_else(|| libs.iter().rev().flatten().next());
-    text(ctx, "library", library.cloned());
     flag(ctx, "in_optimizer_step", frames.last().is_some_and(|f| f.file.replace('\\', "/").contains("torch/optim/")));
     flag(ctx, "in_hf_device_map", frame_has("accelerate/hooks") || frame_has("accelerate/big_modeling"));
     // Whether the failing user frame is a module's `forward`.
@@ -548,6 +552,7 @@ mod tests {
             let log = LogFacts { needles: &[], seen: &[], distributed: false, topology: Default::default() };
             let mut ctx = Context::new();
             device_placement(&pack, &ev, &refs, &log, None, &mut ctx);
+            library_frames(&pack, &refs, &mut ctx);
             for w in c.want {
                 let (k, v) = w.split_once('=').unwrap_or((w, "true"));
                 let got = ctx.get(k).map(crate::report::value_text);

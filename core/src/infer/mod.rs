@@ -675,6 +675,7 @@ fn bind(b: &Bind<'_>, mut ev: Evidence) -> Bound {
         ctx.insert("rank".into(), Value::from(r));
     }
     facts::failing_line(&mut ev, &mut ctx);
+    facts::library_frames(b.pack, b.frames, &mut ctx);
     // A captured error code read through the code tables: its row's meaning, causes and
     // first check become evidence and placeholders, and (where the rule asks) its family.
     let mut family = rule.family();
