@@ -587,6 +587,12 @@ export interface MatchSpec {
    * only counts when they hold. Frame and log conditions are not available here.
    */
   when: When | null;
+  /**
+   * Only a match in full counts, never one cut short by the end of a paste: for a
+   * template whose head is structure every traceback prints (`Traceback (most recent
+   * call last):` then a frame), which a cut paste would otherwise match.
+   */
+  whole?: boolean;
 }
 
 /**

@@ -61,6 +61,11 @@ pub struct MatchSpec {
     /// "ncclSystemError" }`): what a fixed text says without a capture to hold it.
     #[serde(default)]
     pub set: BTreeMap<String, String>,
+    /// Only a match in full counts, never one cut short by the end of a paste: for a
+    /// template whose head is structure every traceback prints (`Traceback (most recent
+    /// call last):` then a frame), which a cut paste would otherwise match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole: bool,
 }
 
 /// A string or a list of strings.
@@ -565,7 +570,7 @@ pub const RULE_KEYS: &[&str] = &[
     "example",
 ];
 /// The canonical order of a `[[match]]`'s keys.
-pub const MATCH_KEYS: &[&str] = &["template", "torch", "exception", "when", "role_op", "set"];
+pub const MATCH_KEYS: &[&str] = &["template", "torch", "exception", "when", "role_op", "set", "whole"];
 /// The canonical order of a `[[culprit_case]]`'s keys.
 pub const CULPRIT_CASE_KEYS: &[&str] =
     &["name", "when", "kind", "expr", "summary", "confidence", "missing", "next_action", "set"];
