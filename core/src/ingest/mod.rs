@@ -492,9 +492,10 @@ fn pylog_prefix(i: &str) -> IResult<&str, (Option<char>, Timestamp)> {
     let Some(ts) = Timestamp::new(mo, d, h, m, s, ms) else {
         return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)));
     };
-    // One separator (a space, ` | `, ` || `, ` - `), not every space: what follows may be
-    // a traceback's indented frame line.
-    let rest = [" || ", " | ", " - ", " "].iter().find_map(|sep| rest.strip_prefix(sep)).unwrap_or(rest);
+    // One separator (a space, ` | `, ` || `, ` - `, `: ` as a CI runner or `mpirun
+    // --timestamp-output` prints it), not every space: what follows may be a traceback's
+    // indented frame line.
+    let rest = [" || ", " | ", " - ", ": ", " "].iter().find_map(|sep| rest.strip_prefix(sep)).unwrap_or(rest);
     // `torch.distributed.elastic.multiprocessing.api: [WARNING] `
     let logger: IResult<&str, _> = (
         take_while1(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_'),
@@ -774,6 +775,8 @@ mod tests {
             // Open MPI's --tag-output and horovodrun: the MPI rank.
             ("[1,3]<stderr>:RuntimeError: x", "RuntimeError: x", Some(3), None),
             ("[2]<stdout>:    loss.backward()", "    loss.backward()", Some(2), None),
+            // mpirun --timestamp-output (and CI runners) put a clock and `: ` before the tag.
+            ("2021-03-10T13:22:37.434Z: [1,0]<stderr>:  File \"deit/utils.py\", line 136, in f", "  File \"deit/utils.py\", line 136, in f", Some(0), None),
             // A platform's timestamp, task id and rank label (Determined).
             ("[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || Traceback (most recent call last):", "Traceback (most recent call last):", Some(1), None),
             ("[2024-02-27T21:35:28.727029Z] fa88a9df [rank=2] ||   File \"t.py\", line 1, in f", "  File \"t.py\", line 1, in f", Some(2), None),
