@@ -267,13 +267,13 @@ const DEBUGGER_LABELS: [&str; 9] = [
     "возникло исключение",
 ];
 
+/// Whether `label`, as [`label_and_class`] gives it (trimmed, in lower case), is one.
 fn is_debugger_label(label: &str) -> bool {
-    let l = label.trim().to_lowercase();
-    DEBUGGER_LABELS.iter().any(|d| l == *d)
+    DEBUGGER_LABELS.contains(&label)
 }
 
 /// `label: Class` ending a line (a parenthesised note after the class aside), the
-/// label in lower case.
+/// label trimmed and in lower case, once for every test made of it.
 fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
     let t = undecorated(line);
     let t = match t.rfind(" (") {
@@ -282,7 +282,8 @@ fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
     };
     let (label, class) = t.rsplit_once(':')?;
     let class = class.trim();
-    (!label.trim().is_empty() && is_class(class, extra)).then(|| (label.to_lowercase(), class.to_string()))
+    let label = label.trim();
+    (!label.is_empty() && is_class(class, extra)).then(|| (label.to_lowercase(), class.to_string()))
 }
 
 /// pytest's `tests/test_train.py:42: ValueError` (the line ends with the class).
