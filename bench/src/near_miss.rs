@@ -1,4 +1,4 @@
-//! `near-miss [MB] [--pack DIR] [--runs N]`: the worst case of every template, measured
+//! `near-miss [MB] [--pack DIR] [--runs N] [--only RULE] [--dump DIR]`: the worst case of every template, measured
 //! (best of N runs, 3 by default).
 //!
 //! For each `[[match]]` template of the built-in pack (or of the rule files of DIR,
@@ -99,6 +99,10 @@ fn main() {
     // Best of N runs per template: a single run varies by a fifth on a shared machine.
     let runs: usize = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(3);
     let pack_dir = args.iter().position(|a| a == "--pack").and_then(|i| args.get(i + 1));
+    // `--only RULE` measures one rule's templates; `--dump DIR` also writes each log there
+    // (`<rule>-<n>.log`), to profile one with `perf record torchdx diagnose`.
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    let dump = args.iter().position(|a| a == "--dump").and_then(|i| args.get(i + 1));
     let files: Vec<(String, String)> = match pack_dir {
         None => Vec::new(),
         Some(dir) => std::fs::read_dir(dir)
@@ -115,13 +119,19 @@ fn main() {
         if sources.is_empty() { Engine::builtin() } else { Engine::with_extra(&sources).expect("the pack loads") };
     let mut rows: Vec<(f64, f64, String, String)> = Vec::new();
     for rule in engine.pack().rules() {
-        for m in &rule.spec.matches {
+        if only.is_some_and(|o| o != rule.id()) {
+            continue;
+        }
+        for (n, m) in rule.spec.matches.iter().enumerate() {
             let full = fill(&m.template.replace('\n', " "));
             let cut: String = full.chars().take(full.chars().count().saturating_sub(1)).collect();
             let unit = format!("{cut} ");
             let per_line = (64 * 1024 / unit.len().max(1)).max(1);
             let line = format!("{}\n", unit.repeat(per_line));
             let log = line.repeat((mb * 1024 * 1024 / line.len()).max(1));
+            if let Some(dir) = dump {
+                std::fs::write(format!("{dir}/{}-{n}.log", rule.id()), &log).expect("a writable --dump folder");
+            }
             let mut secs = f64::INFINITY;
             for _ in 0..runs.max(1) {
                 let t = Instant::now();

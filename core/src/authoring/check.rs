@@ -289,7 +289,7 @@ const KIND_WORDS: &[(&str, &[&str])] = &[
 /// The contradiction between an example's name or source and its expected culprit kind.
 fn contradicted_kind(ex: &Example) -> Option<String> {
     let want = ex.culprit_kind.as_deref()?;
-    let text = format!("{} {}", ex.name, ex.source.as_deref().unwrap_or("")).to_lowercase();
+    let text = format!("{} {}", ex.name, ex.source.as_deref().unwrap_or("")).to_ascii_lowercase();
     let said: Vec<&str> =
         KIND_WORDS.iter().filter(|(_, words)| words.iter().any(|w| text.contains(w))).map(|(k, _)| *k).collect();
     (said.len() == 1 && said[0] != want).then(|| {

@@ -217,6 +217,12 @@ fn undecorated(line: &str) -> String {
 /// (`Exception Message:`, `Error message:`, `Reason:`, decorated or not) or nothing: the class may then be named by a
 /// header line above it ([`labelled_class`]).
 pub fn is_message_label(before: &str) -> bool {
+    // A label is a few words with their marks: a longer text is not one, and is not read
+    // (a message repeated along a 64 KiB line would read the line once per message).
+    let before = before.trim();
+    if before.len() > LABEL_MAX {
+        return false;
+    }
     let t = undecorated(before);
     let Some(label) = t.strip_suffix(':') else { return t.is_empty() };
     let words: Vec<&str> = label.split_whitespace().collect();
@@ -254,7 +260,16 @@ pub fn debugger_class(line: &str, extra: &[String]) -> Option<String> {
     is_debugger_label(&label).then_some(class)
 }
 
-/// VS Code's exception header in the languages it ships (lower case).
+/// The longest label text read, marks included (`- **Exception Message:**` is 24 bytes;
+/// `Une exception s'est produite:` 29).
+const LABEL_MAX: usize = 96;
+
+/// The longest class name with its note that a header line ending in a class is read for.
+const CLASS_MAX: usize = 160;
+
+/// VS Code's exception header in the languages it ships, ASCII letters in lower case and
+/// others as printed (the engine lowers ASCII only: Unicode case tables cost the WASM
+/// module kilobytes).
 const DEBUGGER_LABELS: [&str; 9] = [
     "exception has occurred",
     "发生异常",
@@ -264,7 +279,7 @@ const DEBUGGER_LABELS: [&str; 9] = [
     "ausnahme aufgetreten",
     "une exception s'est produite",
     "se produjo una excepción",
-    "возникло исключение",
+    "Возникло исключение",
 ];
 
 /// Whether `label`, as [`label_and_class`] gives it (trimmed, in lower case), is one.
@@ -275,6 +290,10 @@ fn is_debugger_label(label: &str) -> bool {
 /// `label: Class` ending a line (a parenthesised note after the class aside), the
 /// label trimmed and in lower case, once for every test made of it.
 fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
+    let line = line.trim();
+    if line.len() > LABEL_MAX + 2 * CLASS_MAX {
+        return None;
+    }
     let t = undecorated(line);
     let t = match t.rfind(" (") {
         Some(p) if t.ends_with(')') => t[..p].trim_end(),
@@ -283,7 +302,7 @@ fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
     let (label, class) = t.rsplit_once(':')?;
     let class = class.trim();
     let label = label.trim();
-    (!label.is_empty() && is_class(class, extra)).then(|| (label.to_lowercase(), class.to_string()))
+    (!label.is_empty() && is_class(class, extra)).then(|| (label.to_ascii_lowercase(), class.to_string()))
 }
 
 /// pytest's `tests/test_train.py:42: ValueError` (the line ends with the class).

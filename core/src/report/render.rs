@@ -231,7 +231,7 @@ pub fn text(report: &Report, color: bool, width: usize) -> String {
         };
         let head = format!("{} [{}]{}", st.bold(&st.inline(&f.title)), f.id, w);
         put(&mut o, st.block(&format!("{} ", st.red("●")), 2, &head));
-        let confidence = format!("{:?}", f.confidence).to_lowercase();
+        let confidence = format!("{:?}", f.confidence).to_ascii_lowercase();
         let _ =
             writeln!(o, "  {}", st.dim(&format!("{}, {confidence} confidence, {}", role_name(f.role), lines_of(f))));
         if let Some(c) = &f.culprit {
@@ -392,7 +392,7 @@ pub fn markdown(report: &Report) -> String {
         let w = who(f);
         let _ =
             writeln!(o, "## {} (`{}`{})\n", f.title, f.id, if w.is_empty() { String::new() } else { format!(", {w}") });
-        let confidence = format!("{:?}", f.confidence).to_lowercase();
+        let confidence = format!("{:?}", f.confidence).to_ascii_lowercase();
         let _ = writeln!(o, "*{}, {confidence} confidence, {}*\n", role_name(f.role), lines_of(f));
         if f.role == Role::Collateral {
             continue;

@@ -302,9 +302,6 @@ fn match_events(
             super::template::step_pool(end.saturating_sub(starts[line]))
         });
         let Some(m) = t.match_entry_pooled(hay, start, a.entry, pool) else { return };
-        if m.truncated && rule.spec.matches.get(a.template).is_some_and(|s| s.whole) {
-            return;
-        }
         // A message whose first letter is in the other case (`killed by signal`) is
         // that message only where one begins, unless its leading words are distinctive.
         if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, starts[line], start, extra) {

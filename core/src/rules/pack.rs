@@ -502,7 +502,7 @@ pub fn compile_spec(src: RuleSource<'_>, spec: RuleSpec, families: &[FamilySpec]
     }
     let mut templates = Vec::new();
     for (i, m) in spec.matches.iter().enumerate() {
-        let t = Template::parse(&m.template).map_err(|e| {
+        let t = Template::parse(&m.template).map(|t| t.whole_only(m.whole)).map_err(|e| {
             // Offset of the template text inside the file: skip the opening quotes.
             let start = at(&[Seg::Key("match"), Seg::Index(i), Seg::Key("template")]).min(src.text.len());
             let raw = &src.text[start..];

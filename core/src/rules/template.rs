@@ -77,6 +77,13 @@ const MIN_LEAD_STOP: usize = 10;
 /// budget (work per input byte stays bounded, not only work per attempt).
 pub(crate) const STEPS_PER_BYTE: u64 = 2;
 
+/// Steps an attempt costs its pool before it runs: walking back over its leading words
+/// and setting up the matcher is work too. Without it, attempts that fail in a few
+/// steps escaped the pool: near misses of one message repeated along a 64 KiB line were
+/// 24,000 attempts a line in the front end alone, each costing as much as 300 steps,
+/// and the worst template ran at 5 MB/s. Ordinary lines make a few attempts each.
+pub(crate) const ATTEMPT_STEPS: u64 = 64;
+
 /// A step pool for the attempts over one text: `STEP_BUDGET` plus
 /// [`STEPS_PER_BYTE`] per byte.
 pub(crate) fn step_pool(len: usize) -> u64 {
@@ -182,6 +189,8 @@ pub struct Template {
     /// Where a match may begin: the template's start first, then each later sentence
     /// distinctive enough to name the message alone (see [`Template::entries`]).
     entries: Vec<Entry>,
+    /// Only a full match counts (`whole = true`): no truncated attempt is made.
+    whole: bool,
 }
 
 /// A place among a template's top-level pieces where a match may begin.
@@ -399,7 +408,7 @@ impl Template {
                 }
             }
         }
-        Ok(Template { source: src.to_string(), pieces, entries })
+        Ok(Template { source: src.to_string(), pieces, entries, whole: false })
     }
 
     /// The template text as written.
@@ -681,12 +690,20 @@ impl Template {
         if *pool == 0 {
             return true;
         }
+        *pool = pool.saturating_sub(ATTEMPT_STEPS);
         let mut m = Matcher::pooled(hay, start, true, *pool);
         m.lead = &e.lead_text;
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let ok = m.run(&cont, start).is_some() || m.out_of_steps();
         *pool = pool.saturating_sub(u64::from(m.steps));
         ok
+    }
+
+    /// The template matching in full only (a rule's `whole = true`): a message cut short
+    /// by the end of a line or the input is not it.
+    pub fn whole_only(mut self, whole: bool) -> Template {
+        self.whole = whole;
+        self
     }
 
     /// Matches the template from its start exactly at byte `start` of `hay`.
@@ -709,8 +726,10 @@ impl Template {
         if *pool == 0 {
             return None;
         }
+        *pool = pool.saturating_sub(ATTEMPT_STEPS);
         let reached = match self.full_match(hay, start, entry, pool) {
             Ok(m) => return Some(m),
+            Err(_) if self.whole => return None,
             Err(reached) => reached?,
         };
         // The failure must be at the end of the text: at most one word before a line end.
@@ -1140,7 +1159,12 @@ impl<'h> Matcher<'h> {
                 None => Some(pos),
             };
         };
-        if self.partial && self.hay[pos..].trim().is_empty() {
+        // Only blanks left (`trim_start` stops at the first other character; `trim` would
+        // also walk back from the text's end at every step).
+        if self.partial
+            && self.hay.as_bytes().get(pos).is_none_or(|b| !b.is_ascii_graphic())
+            && self.hay[pos..].trim_start().is_empty()
+        {
             return Some(pos);
         }
         let next = Cont { seq: rest, next: cont.next };
@@ -2184,6 +2208,18 @@ mod tests {
             assert_eq!(e.offset, offset, "{src}: {e}");
         }
         assert_eq!(Template::parse("the {{literal}} brace").unwrap().anchor(), "{literal}");
+    }
+
+    #[test]
+    fn whole_only_refuses_a_cut_message() {
+        let src = "DataLoader worker (pid {int:pid}) is killed by signal: {text:signal}.";
+        let cut = "DataLoader worker (pid 4127) is killed by sig";
+        let m = Template::parse(src).unwrap().match_entry(cut, 0, 0).expect("a cut message matches truncated");
+        assert!(m.truncated);
+        let whole = Template::parse(src).unwrap().whole_only(true);
+        assert_eq!(whole.match_entry(cut, 0, 0), None);
+        let full = "DataLoader worker (pid 4127) is killed by signal: Killed.";
+        assert!(!whole.match_entry(full, 0, 0).expect("a whole message matches").truncated);
     }
 
     #[test]
