@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::grammar::raised;
 use crate::grammar::topology::{self, Topology};
 use crate::grammar::traceback::Frame;
 use crate::ingest::Timestamp;
@@ -128,9 +127,8 @@ pub(crate) fn findings(pack: &Pack, streams: &[Stream<'_>], log: &LogFacts<'_>) 
     let mut unmerged: Vec<(usize, Event)> = Vec::new();
     for (si, e) in loose {
         let own_class = streams[si].lines.get(e.first).is_some_and(|l| {
-            let col = e.m.start.saturating_sub(streams[si].line_start(e.first)).min(l.text.len());
-            let col = (0..=col).rev().find(|&c| l.text.is_char_boundary(c)).unwrap_or(0);
-            raised::last_class(&l.text[..col], &pack.ingest().exception_classes).is_some()
+            let col = e.m.start.saturating_sub(streams[si].line_start(e.first));
+            crate::rules::matching::own_class_before(&l.text, col, &pack.ingest().exception_classes)
         });
         let c = &mut chosen[si];
         let same_rule = if own_class { c.near_of_rule(e.rule, e.first) } else { c.first_of_rule(e.rule) };
@@ -321,7 +319,7 @@ fn loose_prepared<'s>(rule: &Rule, s: &'s Stream<'_>, x: &'s Loose, log: &LogFac
     let mut ev = incident_evidence(&inc);
     ev.insert("shown_as", Value::from(x.shape));
     let rank = resolve_rank(inc.rank, inc.local_rank, inc.host.as_deref(), &mut ev, log);
-    scrub(&mut ev);
+    scrub_identity(&mut ev);
     let key = key_of(rule.id(), &ev);
     Prepared { inc, ev, rank, key }
 }
@@ -343,7 +341,9 @@ fn admit_fallback(
         Verdict::Keep => {
             let frames = &p.inc.frames;
             let ctx = Bind { pack, rule, frames, log, rank: p.rank, location: p.inc.location, role_op: None };
-            let (finding, case) = bind(&ctx, p.ev.clone());
+            let mut ev = p.ev.clone();
+            scrub_rest(&mut ev);
+            let (finding, case) = bind(&ctx, ev);
             let per_rank = per_rank_of(&finding);
             admit.keep(Draft {
                 collateral: case.collateral.unwrap_or(rule.spec.collateral),
@@ -414,7 +414,7 @@ fn admit_event(
         ev.insert(k, Value::from(v.clone()));
     }
     derive(&mut ev);
-    scrub(&mut ev);
+    scrub_identity(&mut ev);
     if let Some(v) = &spec.torch {
         ev.insert("torch_versions", Value::from(v.clone()));
     }
@@ -438,6 +438,8 @@ fn admit_event(
         None => {
             let role_op = spec.role_op.as_deref();
             let ctx = Bind { pack, rule, frames: &inc.frames, log, rank, location: inc.location, role_op };
+            let mut ev = ev;
+            scrub_rest(&mut ev);
             let b = bind(&ctx, ev);
             cache.insert(key.clone(), b.clone());
             b
@@ -567,7 +569,7 @@ fn unrecognized<'s>(rule: &Rule, s: &'s Stream<'_>, chain: usize, log: &LogFacts
         ev.insert("final_exception", Value::from(fx.short_class()));
         ev.insert("final_message", Value::from(one_line(&fx.message)));
     }
-    scrub(&mut ev);
+    scrub_identity(&mut ev);
     let key = key_of(rule.id(), &ev);
     Some(Prepared { inc, ev, rank, key })
 }
@@ -575,7 +577,7 @@ fn unrecognized<'s>(rule: &Rule, s: &'s Stream<'_>, chain: usize, log: &LogFacts
 /// Where a report says its rank stood: its failing frame, or for a collective timeout
 /// its sequence number (a rank at another collective is the straggler candidate).
 fn place_of(ev: &Evidence) -> Option<String> {
-    ev.failing_frame.clone().or_else(|| ev.extra.get("seq").map(|s| format!("seq {}", value_text(s))))
+    ev.failing_frame.clone().or_else(|| ev.extra.get(SEQ_KEY).map(|s| format!("seq {}", value_text(s))))
 }
 
 /// Identity of a failure across ranks: rule and message without numbers.
@@ -595,35 +597,48 @@ pub(super) fn key_of(id: &str, ev: &Evidence) -> String {
 }
 
 /// A report never repeats a credential the log happened to contain (a token in a
-/// failing command line, an `Authorization` header in an HTTP error message).
-fn scrub(ev: &mut Evidence) {
-    let clean = |s: &mut String| {
-        let c = crate::redact::scrub_secrets(s);
-        if c != *s {
-            *s = c;
-        }
-    };
-    let texts = [
-        &mut ev.exception,
-        &mut ev.message,
-        &mut ev.argument,
-        &mut ev.op,
-        &mut ev.kernel,
-        &mut ev.failing_frame,
-        &mut ev.failing_code,
-    ];
+/// failing command line, an `Authorization` header in an HTTP error message). In two
+/// steps: [`scrub_identity`] before a report is keyed, [`scrub_rest`] only once it is
+/// kept (a folded report keeps its rank and place only). Scrubbing every field of every
+/// report was a quarter of the time of a log of one message repeated.
+fn clean(s: &mut String) {
+    let c = crate::redact::scrub_secrets(s);
+    if c != *s {
+        *s = c;
+    }
+}
+
+/// The fields a report's key and a folded report read: its message, failing frame and
+/// collective sequence number ([`key_of`], [`place_of`]).
+fn scrub_identity(ev: &mut Evidence) {
+    for t in [&mut ev.message, &mut ev.failing_frame].into_iter().flatten() {
+        clean(t);
+    }
+    if let Some(Value::String(s)) = ev.extra.get_mut(SEQ_KEY) {
+        clean(s);
+    }
+}
+
+/// Every other text of a kept report.
+fn scrub_rest(ev: &mut Evidence) {
+    let texts = [&mut ev.exception, &mut ev.argument, &mut ev.op, &mut ev.kernel, &mut ev.failing_code];
     for t in texts.into_iter().flatten() {
         clean(t);
     }
     for d in ev.devices.iter_mut().flatten() {
         clean(d);
     }
-    for v in ev.extra.values_mut() {
+    for (k, v) in ev.extra.iter_mut() {
         if let Value::String(s) = v {
-            clean(s);
+            if k != SEQ_KEY {
+                clean(s);
+            }
         }
     }
 }
+
+/// The evidence key of a collective's sequence number, a folded report's place.
+const SEQ_KEY: &str = "seq";
 
 fn per_rank_of(f: &Finding) -> Vec<RankReport> {
     f.rank

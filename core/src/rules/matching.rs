@@ -241,7 +241,7 @@ struct Budget {
     /// A step pool per line for the attempts that start on it: work per byte is
     /// bounded, and near misses on one line cannot spend another line's budget.
     pools: HashMap<usize, u64, Ints>,
-    /// Attempts per (line, rule, template).
+    /// Attempts per (line of the anchor, rule, template).
     attempts: HashMap<(usize, usize, usize), u32, Ints>,
 }
 
@@ -278,17 +278,22 @@ fn match_events(
         let Budget { tried, pools, attempts } = b;
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
-        let Some(start) = t.start_for_word(hay, anchor_pos, a.entry, a.word) else { return };
         // A second anchor only matters where a wrap may have split the first.
         if !t.is_first_anchor(a.entry, a.word) && !t.wrap_in_lead(hay, anchor_pos, a.entry, a.word) {
             return;
         }
-        // One template's attempts on one line are capped: a line of `Killed Killed ...`
-        // or of an anchor word is at most this many events, not one per word (memory
-        // and time stay bounded by the line count, not by hits).
+        // One template's attempts from the anchors of one line are capped: a line of
+        // `Killed Killed ...` or of an anchor word is at most this many events, not one
+        // per word (memory and time stay bounded by the line count, not by hits). The
+        // count is checked before walking back to the start: past the cap, a hit costs
+        // a lookup.
+        let n = attempts.entry((a.rule, a.template, line_of(starts, anchor_pos))).or_insert(0);
+        if *n >= MAX_ATTEMPTS_PER_LINE {
+            return;
+        }
+        let Some(start) = t.start_for_word(hay, anchor_pos, a.entry, a.word) else { return };
         let line = line_of(starts, start);
-        let n = attempts.entry((a.rule, a.template, line)).or_insert(0);
-        if *n >= MAX_ATTEMPTS_PER_LINE || !tried.insert((start, a.rule, a.template, a.entry)) {
+        if !tried.insert((start, a.rule, a.template, a.entry)) {
             return;
         }
         *n += 1;
@@ -546,6 +551,13 @@ impl Stream<'_> {
         let line = nos().min().unwrap_or(1);
         Location { line, end_line: nos().max().unwrap_or(line) }
     }
+}
+
+/// Whether a `Class:` is printed before the message at byte `col` of `line`, within
+/// [`CLASS_LOOKBACK`] of it: a message with its own class is a report of its own.
+pub(crate) fn own_class_before(line: &str, col: usize, extra: &[String]) -> bool {
+    let col = floor_boundary(line, col.min(line.len()));
+    raised::last_class(tail(&line[..col], CLASS_LOOKBACK), extra).is_some()
 }
 
 /// The exception class a message belongs to, without its module: the one lookup, for
