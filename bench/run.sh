@@ -103,25 +103,29 @@ def chain(f):
 w("adv-10k-chain.log", chain)
 w("adv-ansi-flood.log", lambda f: [f.write("\x1b[31m\x1b[1m[0;32m" * 20 + "step\n") for _ in range(500_000)])
 # Issue 23's shapes, each at 1, 10 and 100 MB: near misses of the device-side-assert
-# template along 64 KiB lines, long lines of an anchor word, `Killed ` repeated.
+# template along 64 KiB lines, long lines of an anchor word, `Killed ` repeated, and a
+# message that matches glued 48 times into each kilobyte line (a report every 21 bytes).
 unit = "/w/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertio "
 near = (unit * (65536 // len(unit))) + "\n"
 words = ("line " * 13107) + "\n"
 killed = ("Killed " * 9362) + "\n"
+glued = ("CUDA error: some tex " * 48) + "\n"
 for mb in (1, 10, 100):
-    for name, line in (("near-miss", near), ("anchor-words", words), ("killed", killed)):
+    for name, line in (("near-miss", near), ("anchor-words", words), ("killed", killed), ("glued", glued)):
         w(f"adv-{name}-{mb}.log", lambda f, line=line, mb=mb: [f.write(line) for _ in range(mb * 1048576 // len(line))])
 PY
 for f in adv-long-line adv-1m-frames adv-10k-chain adv-ansi-flood \
-         adv-near-miss-{1,10,100} adv-anchor-words-{1,10,100} adv-killed-{1,10,100}; do
+         adv-near-miss-{1,10,100} adv-anchor-words-{1,10,100} adv-killed-{1,10,100} adv-glued-{1,10,100}; do
   read -r t m < <(measure $BIN diagnose --format json "$OUT/$f.log")
   printf '  %-16s %8ss %6s MB  (%s MB input)\n' "$f" "$t" "$((m / 1024))" "$(( $(stat -c %s "$OUT/$f.log") / 1048576 ))"
 done
 
-echo; echo "every template's own near miss along 64 KiB lines, 1 MB each (bench near-miss), slowest five:"
 cargo build -q --release -p torchdx-bench --bin near-miss
-target/release/near-miss 1 > "$OUT/near-miss.txt" 2>&1
-head -5 "$OUT/near-miss.txt"; tail -1 "$OUT/near-miss.txt"
+for len in 65536 1024; do
+  echo; echo "every template's own near miss along $len-byte lines, 1 MB each (bench near-miss), slowest five:"
+  target/release/near-miss 1 --line "$len" > "$OUT/near-miss-$len.txt" 2>&1
+  head -5 "$OUT/near-miss-$len.txt"; tail -1 "$OUT/near-miss-$len.txt"
+done
 
 if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
   echo; echo "WASM (Node) vs native on a 1 MB log:"

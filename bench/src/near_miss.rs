@@ -1,4 +1,4 @@
-//! `near-miss [MB] [--pack DIR] [--runs N] [--only RULE] [--dump DIR]`: the worst case of every template, measured
+//! `near-miss [MB] [--pack DIR] [--runs N] [--only RULE] [--dump DIR] [--line BYTES]`: the worst case of every template, measured
 //! (best of N runs, 3 by default).
 //!
 //! For each `[[match]]` template of the built-in pack (or of the rule files of DIR,
@@ -103,6 +103,12 @@ fn main() {
     // (`<rule>-<n>.log`), to profile one with `perf record torchdx diagnose`.
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
     let dump = args.iter().position(|a| a == "--dump").and_then(|i| args.get(i + 1));
+    // `--line BYTES`: how long each line of repeated near misses is (64 KiB, the longest
+    // kept whole, by default). Short lines hold as many near misses a megabyte and cost
+    // more per byte where the work is per report, not per line: 1024 is the other shape
+    // `bench/run.sh` measures.
+    let line_len: usize =
+        args.iter().position(|a| a == "--line").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(64 * 1024);
     let files: Vec<(String, String)> = match pack_dir {
         None => Vec::new(),
         Some(dir) => std::fs::read_dir(dir)
@@ -126,7 +132,7 @@ fn main() {
             let full = fill(&m.template.replace('\n', " "));
             let cut: String = full.chars().take(full.chars().count().saturating_sub(1)).collect();
             let unit = format!("{cut} ");
-            let per_line = (64 * 1024 / unit.len().max(1)).max(1);
+            let per_line = (line_len / unit.len().max(1)).max(1);
             let line = format!("{}\n", unit.repeat(per_line));
             let log = line.repeat((mb * 1024 * 1024 / line.len()).max(1));
             if let Some(dir) = dump {

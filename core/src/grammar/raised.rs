@@ -187,10 +187,19 @@ fn field_value<'a>(t: &'a str, key: &str) -> Option<(usize, &'a str)> {
     None
 }
 
+/// Whether `t` may hold a dict or JSON field ([`find`]'s [`Shape::Field`]): a quoted key
+/// closes with `':` or `":`. Most text holds none, and then the whole of [`find`] need
+/// not run for a field (a message's class is looked for in a field around it, once per
+/// message: 2 KiB of colon classes, reprs and footers read for nothing).
+pub fn may_hold_field(t: &str) -> bool {
+    let b = t.as_bytes();
+    memchr::memchr_iter(b':', b).any(|p| p > 0 && matches!(b[p - 1], b'\'' | b'"'))
+}
+
 fn field(t: &str, extra: &[String]) -> Option<Raised> {
     // Most lines hold no quoted key at all: one pass over the bytes rules them out
     // before a pattern per key and quote is built and searched.
-    if !t.as_bytes().windows(2).any(|w| matches!(w[0], b'\'' | b'"') && w[1] == b':') {
+    if !may_hold_field(t) {
         return None;
     }
     for key in CLASS_KEYS {
@@ -305,6 +314,13 @@ fn label_and_class(line: &str, extra: &[String]) -> Option<(String, String)> {
     (!label.is_empty() && is_class(class, extra)).then(|| (label.to_ascii_lowercase(), class.to_string()))
 }
 
+/// Whether `t` ends the way pytest's footer does ([`find`]'s [`Shape::Footer`]), read
+/// from its end: a caller asking only for a footer need not run the whole of [`find`]
+/// on every line below every message.
+pub fn may_be_footer(t: &str, extra: &[String]) -> bool {
+    footer(t.trim_end(), extra).is_some()
+}
+
 /// pytest's `tests/test_train.py:42: ValueError` (the line ends with the class).
 fn footer(t: &str, extra: &[String]) -> Option<Raised> {
     let (head, class) = t.rsplit_once(": ")?;
@@ -391,6 +407,13 @@ mod tests {
         for (line, class, message, shape) in table {
             let r = find(line, &extra()).unwrap_or_else(|| panic!("{line}"));
             assert_eq!((r.class.as_str(), r.message.as_str(), r.shape), (*class, *message, *shape), "{line}");
+            // The gate callers use before asking for a field never hides one.
+            assert_eq!(
+                may_hold_field(line),
+                *shape == Shape::Field || line.contains("':") || line.contains("\":"),
+                "{line}"
+            );
+            assert_eq!(may_be_footer(line, &extra()), *shape == Shape::Footer, "{line}");
         }
         for line in [
             "UserWarning: this is deprecated",

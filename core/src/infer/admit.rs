@@ -24,6 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use super::flood::Flood;
 use super::{Draft, RankReport};
 
 /// Reports of one key kept as drafts of their own before the rest are folded.
@@ -34,6 +35,11 @@ pub(super) const KEYS_PER_STREAM: usize = 32;
 /// 1,000 ranks each printing 20 distinct lines of one rule are at most this many
 /// findings.
 pub(super) const KEYS_PER_RULE: usize = 256;
+
+/// The evidence keys of a rule's tally of omitted reports, on its last kept finding.
+/// A finding merged into another (the same message on another rank) hands them over.
+pub(super) const TALLY_KEYS: [&str; 4] =
+    ["similar_omitted", "similar_first_line", "similar_last_line", "similar_ranks"];
 
 /// What becomes of a report.
 pub(super) enum Verdict {
@@ -64,6 +70,8 @@ pub(super) struct Admit {
     keys_of_rule: HashMap<usize, usize>,
     /// Per rule id.
     omitted: HashMap<String, Omitted>,
+    /// Which loose reports are read in full ([`Flood`]).
+    pub(super) flood: Flood,
 }
 
 impl Admit {
@@ -86,6 +94,21 @@ impl Admit {
         *of_rule += 1;
         self.by_key.insert(key.to_string(), (self.drafts.len(), 1));
         Verdict::Keep
+    }
+
+    /// What [`Admit::verdict`] would say, where it changes nothing: a fold or an omission
+    /// (`None`: the report would be kept, and must be read in full to be).
+    pub(super) fn settled(&self, stream: usize, rule: usize, key: &str) -> Option<Verdict> {
+        if let Some(&(first, n)) = self.by_key.get(key) {
+            return (n >= FULL_REPORTS).then_some(Verdict::Fold(first));
+        }
+        (!self.may_keep_new(stream, rule)).then_some(Verdict::Omit)
+    }
+
+    /// Whether a report of `rule` in `stream` with a key not seen before would be kept.
+    pub(super) fn may_keep_new(&self, stream: usize, rule: usize) -> bool {
+        self.keys_in_stream.get(&(stream, rule)).copied().unwrap_or(0) < KEYS_PER_STREAM
+            && self.keys_of_rule.get(&rule).copied().unwrap_or(0) < KEYS_PER_RULE
     }
 
     /// Whether no draft was kept.
@@ -145,12 +168,13 @@ impl Admit {
         tallies.sort_by_key(|(i, _)| *i);
         for (i, o) in tallies {
             let ev = &mut drafts[i].finding.evidence;
-            ev.insert("similar_omitted", Value::from(o.count));
-            ev.insert("similar_first_line", Value::from(o.first_line));
-            ev.insert("similar_last_line", Value::from(o.last_line));
+            let [omitted, first, last, ranks] = TALLY_KEYS;
+            ev.insert(omitted, Value::from(o.count));
+            ev.insert(first, Value::from(o.first_line));
+            ev.insert(last, Value::from(o.last_line));
             if !o.ranks.is_empty() {
-                let ranks: Vec<u32> = o.ranks.into_iter().collect();
-                ev.insert("similar_ranks", Value::from(crate::report::compress_ranks(&ranks)));
+                let list: Vec<u32> = o.ranks.into_iter().collect();
+                ev.insert(ranks, Value::from(crate::report::compress_ranks(&list)));
             }
         }
         drafts

@@ -29,9 +29,11 @@ use crate::rules::text::{self, Context};
 
 mod admit;
 pub(crate) mod facts;
+mod flood;
 mod roles;
 
 use admit::{Admit, Verdict};
+use flood::{Route, Seen};
 
 pub(crate) use roles::{roles, Run};
 
@@ -405,6 +407,34 @@ fn admit_event(
     admit: &mut Admit,
 ) {
     let rule = &pack.rules()[e.rule];
+    // A flood of loose reports is read by what each matched ([`flood`]).
+    let mut mark = None;
+    if e.tb.is_none() {
+        let may_keep_new = admit.may_keep_new(si, e.rule);
+        match admit.flood.route(s, si, e, may_keep_new) {
+            Route::Read(m) => mark = Some(m),
+            Route::Known(i) => {
+                let Seen { key, place } = admit.flood.seen(i);
+                if let Some(v) = admit.settled(si, e.rule, key) {
+                    let place = place.clone();
+                    let (rank, progress) = rank_of_mark(pack, s, e, log);
+                    let line = s.span(e.first, e.last).line;
+                    match v {
+                        Verdict::Fold(into) => {
+                            let own = rank.map(|rank| RankReport { rank, place, progress, line });
+                            admit.fold(into, rank, own);
+                        }
+                        _ => admit.omit(rule.id(), line, rank),
+                    }
+                    return;
+                }
+            }
+            Route::Count => {
+                let (rank, _) = rank_of_mark(pack, s, e, log);
+                return admit.omit(rule.id(), s.lines.get(e.first).map_or(0, |l| l.no), rank);
+            }
+        }
+    }
     let inc = s.incident(e, &pack.ingest().exception_classes);
     let mut ev = incident_evidence(&inc);
     captures_to_evidence(&e.m, &mut ev);
@@ -422,6 +452,9 @@ fn admit_event(
     // The same failure reported by many ranks is bound to its rule text once: later
     // reports reuse that text and keep only their own rank, place and location.
     let key = key_of(rule.id(), &ev);
+    if let Some(m) = mark {
+        admit.flood.learn(e.rule, m, Seen { key: key.clone(), place: place_of(&ev) });
+    }
     // Read before the cache: a merged report keeps the first rank's evidence.
     let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
     let p = Prepared { inc, ev, rank, key };
@@ -459,6 +492,21 @@ fn admit_event(
         key,
         finding,
     });
+}
+
+/// The rank and progress count of a loose report read by its mark alone: what its line's
+/// prefix or label and its own captures say, as [`resolve_rank`] settles them.
+fn rank_of_mark(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogFacts<'_>) -> (Option<u32>, Option<u64>) {
+    let rule = &pack.rules()[e.rule];
+    let mut ev = Evidence::new();
+    captures_to_evidence(&e.m, &mut ev);
+    for (k, v) in &rule.spec.matches[e.template].set {
+        ev.insert(k, Value::from(v.clone()));
+    }
+    let (local, host) = s.local_at(e.first);
+    let rank = resolve_rank(s.rank_at(e.first).or_else(|| evidence_rank(&ev)), local, host.as_deref(), &mut ev, log);
+    let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
+    (rank, progress)
 }
 
 /// The evidence an incident gives by itself: exception, message, failing frame and code.

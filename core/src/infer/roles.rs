@@ -74,6 +74,13 @@ pub(crate) fn roles(drafts: Vec<Draft>, run: Run<'_>, notices: &NoticesFile) -> 
             }
             m.per_rank.extend(d.per_rank.iter().cloned());
             m.reports += d.reports;
+            // A rule's tally of omitted reports rides on its last draft: it must not go
+            // with it when that draft is merged.
+            for k in super::admit::TALLY_KEYS {
+                if let Some(v) = d.finding.evidence.extra.get(k) {
+                    m.finding.evidence.insert_if_absent(k, v.clone());
+                }
+            }
             if d.ts.is_some() && (m.ts.is_none() || d.ts < m.ts) && m.finding.rank.is_some() {
                 m.ts = m.ts.or(d.ts);
             }

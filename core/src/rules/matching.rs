@@ -104,13 +104,15 @@ pub(crate) fn streams<'l>(pack: &Pack, pre: &Prefilter, kept: &'l [Kept]) -> Vec
         }
         g.push(l);
     }
+    // One reserve of matcher steps for the whole log, whatever its number of streams.
+    let mut reserve = super::template::RESERVE_STEPS;
     order
         .into_iter()
         .map(|key| {
             let ls = groups.remove(&key).unwrap_or_default();
             let (rank, local, host) = key;
             let (rank, local_rank) = if local { (None, rank) } else { (rank, None) };
-            parse_stream(pack, pre, rank, local_rank, host, ls)
+            parse_stream(pack, pre, (rank, local_rank, host), ls, &mut reserve)
         })
         .collect()
 }
@@ -118,10 +120,9 @@ pub(crate) fn streams<'l>(pack: &Pack, pre: &Prefilter, kept: &'l [Kept]) -> Vec
 fn parse_stream<'l>(
     pack: &Pack,
     pre: &Prefilter,
-    rank: Option<u32>,
-    local_rank: Option<u32>,
-    host: Option<String>,
+    (rank, local_rank, host): (Option<u32>, Option<u32>, Option<String>),
     lines: Vec<&'l Line>,
+    reserve: &mut u64,
 ) -> Stream<'l> {
     let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     let headed: Vec<bool> = lines.iter().map(|l| l.level.is_some() || l.ts.is_some()).collect();
@@ -141,7 +142,7 @@ fn parse_stream<'l>(
         hay.push('\n');
     }
     let extra = &ing.exception_classes;
-    let (events, unread) = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, extra);
+    let (events, unread) = match_events(pack, pre, &hay, &starts, &texts, &tracebacks, reserve);
     let elastic = if hay.contains("local_rank") { elastic::entries(&texts) } else { Vec::new() };
     let loose = loose_exceptions(&lines, &tracebacks, &events, extra);
     Stream { rank, local_rank, host, lines, tracebacks, events, unread, elastic, loose, starts }
@@ -216,8 +217,33 @@ fn loose_exceptions(lines: &[&Line], tbs: &[Traceback], events: &[Event], extra:
 
 /// Matches of one rule kept in one stream (the earliest): memory stays bounded when
 /// every line of a log is a report of one rule (200,000 distinct `cuDNN error` lines
-/// took 450 MB of match records). Past it a match is counted in [`Unread`].
+/// took 450 MB of match records). Past it a match is counted in [`Unread`], unless it
+/// matched a text none before it did ([`MAX_NEW_TEXTS`]).
 pub(crate) const MAX_EVENTS_PER_RULE: u32 = 2048;
+
+/// Matches of one rule in one stream kept past [`MAX_EVENTS_PER_RULE`] because their
+/// text (digit runs aside) is new: a flood of one message must not hide a different
+/// failure of the same rule printed after it.
+const MAX_NEW_TEXTS: u32 = 256;
+
+/// A hash of the text `hay[a..b]` with each digit run as one `#`: matches of one
+/// message with other numbers in it are the same text. Two different texts sharing a
+/// hash (2^-64) would only have the later one counted instead of kept.
+fn text_hash(hay: &str, a: usize, b: usize) -> u64 {
+    use std::hash::Hasher;
+    let mut text = Vec::with_capacity(b.saturating_sub(a));
+    let mut in_number = false;
+    for &c in hay.as_bytes().get(a..b.max(a)).unwrap_or_default() {
+        let digit = c.is_ascii_digit();
+        if !(digit && in_number) {
+            text.push(if digit { b'#' } else { c });
+        }
+        in_number = digit;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(&text);
+    h.finish()
+}
 
 /// Matches of one rule past [`MAX_EVENTS_PER_RULE`] in a stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,6 +269,9 @@ struct Budget {
     pools: HashMap<usize, u64, Ints>,
     /// Attempts per (line of the anchor, rule, template).
     attempts: HashMap<(usize, usize, usize), u32, Ints>,
+    /// Steps the log lends an attempt once its line's pool is spent
+    /// ([`super::template::RESERVE_STEPS`]).
+    reserve: u64,
 }
 
 impl Budget {
@@ -267,15 +296,23 @@ fn match_events(
     starts: &[usize],
     texts: &[&str],
     tbs: &[Traceback],
-    extra: &[String],
+    reserve: &mut u64,
 ) -> (Vec<Event>, Vec<Unread>) {
+    let extra = &pack.ingest().exception_classes;
     let rules = pack.rules();
     let mut cands: Vec<Event> = Vec::new();
     let mut per_rule = vec![0u32; rules.len()];
+    // Per rule, once it is full: the texts its kept matches matched, and how many were
+    // kept past the cap for a new one.
+    let mut texts_of: Vec<HashSet<u64, Ints>> = vec![HashSet::default(); rules.len()];
+    let mut new_texts = vec![0u32; rules.len()];
+    // Per rule: the line of its last kept match (another template of the rule matching
+    // that line again is that report, not one more to count).
+    let mut kept_line: Vec<Option<usize>> = vec![None; rules.len()];
     let mut unread: BTreeMap<usize, Unread> = BTreeMap::new();
     let lines = LineIndex::new(tbs, starts.len());
     let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>, b: &mut Budget| {
-        let Budget { tried, pools, attempts } = b;
+        let Budget { tried, pools, attempts, reserve } = b;
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
         // A second anchor only matters where a wrap may have split the first.
@@ -306,7 +343,15 @@ fn match_events(
             let end = starts.get(line + 1).copied().unwrap_or(hay.len());
             super::template::step_pool(end.saturating_sub(starts[line]))
         });
-        let Some(m) = t.match_entry_pooled(hay, start, a.entry, pool) else { return };
+        // The line's own steps first, then the log's reserve.
+        let before = *pool + *reserve;
+        let mut both = before;
+        let found = t.match_entry_pooled(hay, start, a.entry, &mut both);
+        let used = before - both;
+        let own = used.min(*pool);
+        *pool -= own;
+        *reserve -= used - own;
+        let Some(m) = found else { return };
         // A message whose first letter is in the other case (`killed by signal`) is
         // that message only where one begins, unless its leading words are distinctive.
         if m.folded && !t.distinctive_lead(a.entry) && !begins_message(hay, starts[line], start, extra) {
@@ -320,8 +365,21 @@ fn match_events(
         if lines.in_frames(first) {
             return;
         }
-        if per_rule[ri] >= MAX_EVENTS_PER_RULE {
+        let full = per_rule[ri] >= MAX_EVENTS_PER_RULE;
+        let new_text = full && new_texts[ri] < MAX_NEW_TEXTS && {
+            // The texts of the rule's kept matches are read once, when it is full.
+            if texts_of[ri].is_empty() {
+                for c in cands.iter().filter(|c| c.rule == ri) {
+                    texts_of[ri].insert(text_hash(hay, c.m.start, c.m.end));
+                }
+            }
+            texts_of[ri].insert(text_hash(hay, m.start, m.end))
+        };
+        if full && !new_text {
             // One per line: several templates of a rule may match one line.
+            if kept_line[ri] == Some(first) {
+                return;
+            }
             let u = unread.entry(ri).or_insert(Unread { rule: ri, count: 0, first, last: usize::MAX });
             if u.last != first {
                 u.count += 1;
@@ -330,11 +388,15 @@ fn match_events(
             }
             return;
         }
+        if full {
+            new_texts[ri] += 1;
+        }
         per_rule[ri] += 1;
+        kept_line[ri] = Some(first);
         let degraded = m.degraded();
         cands.push(Event { rule: ri, template: ti, m, first, last, tb, degraded });
     };
-    let mut budget = Budget::default();
+    let mut budget = Budget { reserve: *reserve, ..Budget::default() };
     if pre.enabled() {
         // Hits come in order: what was recorded for lines well behind the current hit
         // is never asked about again (a start walks back at most a wrapped line or
@@ -367,6 +429,7 @@ fn match_events(
             }
         }
     }
+    *reserve = budget.reserve;
     // Exception-class filters of the templates. A class printed elsewhere (a subclass
     // counts as its parents) drops the match; no class visible at all keeps it a
     // confidence step lower.
@@ -590,9 +653,11 @@ pub(crate) fn exception_class<'a>(
     if let Some((c, _)) = traceback::exception_line(before.trim()).filter(|(c, _)| raised::is_class(c, extra)) {
         return Some(short(c));
     }
-    if let Some(r) = raised::find(around(line, col, CLASS_LOOKBACK), extra).filter(|r| r.shape == raised::Shape::Field)
-    {
-        return Some(short(&r.class));
+    let near = around(line, col, CLASS_LOOKBACK);
+    if let Some(r) = raised::may_hold_field(near).then(|| raised::find(near, extra)).flatten() {
+        if r.shape == raised::Shape::Field {
+            return Some(short(&r.class));
+        }
     }
     if line.trim_start().starts_with("what():") {
         let c = (first.saturating_sub(2)..first).rev().find_map(|i| line_at(i).and_then(traceback::terminate_class));
@@ -620,7 +685,7 @@ pub(crate) fn exception_class<'a>(
     // pytest prints the class again after the message: `tests/test_x.py:12: ValueError`.
     // A footer is a short line; a long one is not read again for every message above it.
     (first + 1..first + 4).find_map(|i| {
-        let l = line_at(i).filter(|l| l.len() <= CLASS_LOOKBACK)?;
+        let l = line_at(i).filter(|l| l.len() <= CLASS_LOOKBACK && raised::may_be_footer(l, extra))?;
         let r = raised::find(l, extra)?;
         (r.shape == raised::Shape::Footer).then(|| short(&r.class))
     })

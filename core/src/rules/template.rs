@@ -84,10 +84,28 @@ pub(crate) const STEPS_PER_BYTE: u64 = 2;
 /// and the worst template ran at 5 MB/s. Ordinary lines make a few attempts each.
 pub(crate) const ATTEMPT_STEPS: u64 = 64;
 
-/// A step pool for the attempts over one text: `STEP_BUDGET` plus
-/// [`STEPS_PER_BYTE`] per byte.
+/// Steps the attempts starting on one line may take whatever its length, beyond
+/// [`STEPS_PER_BYTE`] per byte. An ordinary match takes tens to hundreds of steps; a
+/// long message's (a multi-line template, a many-optional one) draws on its log's
+/// [`RESERVE_STEPS`] once its line's pool is spent. It was a whole attempt's budget
+/// (20,000) per line: a kilobyte line of near misses spent 22 steps a byte, and the
+/// worst template ran at 3.5 MB/s.
+pub(crate) const LINE_STEPS: u64 = 2_000;
+
+/// Steps one log's attempts may take beyond their lines' pools, drawn once a line's own
+/// pool is spent: what the longest real messages need, never more than this per log.
+pub(crate) const RESERVE_STEPS: u64 = 200_000;
+
+/// A step pool for the attempts over one text: [`LINE_STEPS`] plus [`STEPS_PER_BYTE`]
+/// per byte.
 pub(crate) fn step_pool(len: usize) -> u64 {
-    u64::from(STEP_BUDGET) + STEPS_PER_BYTE * len as u64
+    LINE_STEPS + STEPS_PER_BYTE * len as u64
+}
+
+/// The pool of a lone attempt (a rule example, [`Template::match_at`]): one attempt's
+/// whole budget.
+fn attempt_pool() -> u64 {
+    u64::from(STEP_BUDGET) + ATTEMPT_STEPS
 }
 
 /// A capture kind. See `rules/README.md` for what each matches.
@@ -676,7 +694,7 @@ impl Template {
     /// single line to tell an anchor hit worth keeping from a common word.
     #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn could_match_at(&self, hay: &str, start: usize, entry: usize) -> bool {
-        self.could_match_at_pooled(hay, start, entry, &mut step_pool(0))
+        self.could_match_at_pooled(hay, start, entry, &mut attempt_pool())
     }
 
     /// [`could_match_at`](Template::could_match_at) drawing its steps from `pool`. An
@@ -708,7 +726,7 @@ impl Template {
 
     /// Matches the template from its start exactly at byte `start` of `hay`.
     pub fn match_at(&self, hay: &str, start: usize) -> Option<Match> {
-        self.full_match(hay, start, 0, &mut step_pool(0)).ok()
+        self.full_match(hay, start, 0, &mut attempt_pool()).ok()
     }
 
     /// Matches entry `entry` at byte `start`: in full, else, where the text ends inside
@@ -717,7 +735,7 @@ impl Template {
     /// first 40 bytes, and at least 20).
     #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn match_entry(&self, hay: &str, start: usize, entry: usize) -> Option<Match> {
-        self.match_entry_pooled(hay, start, entry, &mut step_pool(0))
+        self.match_entry_pooled(hay, start, entry, &mut attempt_pool())
     }
 
     /// [`match_entry`](Template::match_entry) drawing its steps from `pool`, shared by
