@@ -311,7 +311,8 @@ fn match_events(
     let mut kept_line: Vec<Option<usize>> = vec![None; rules.len()];
     let mut unread: BTreeMap<usize, Unread> = BTreeMap::new();
     let lines = LineIndex::new(tbs, starts.len());
-    let mut try_at = |a: &Anchored, anchor_pos: usize, cands: &mut Vec<Event>, b: &mut Budget| {
+    // `anchor_line` is the line of `anchor_pos`, found once per hit by its caller.
+    let mut try_at = |a: &Anchored, anchor_pos: usize, anchor_line: usize, cands: &mut Vec<Event>, b: &mut Budget| {
         let Budget { tried, pools, attempts, reserve } = b;
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
@@ -324,12 +325,22 @@ fn match_events(
         // per word (memory and time stay bounded by the line count, not by hits). The
         // count is checked before walking back to the start: past the cap, a hit costs
         // a lookup.
-        let n = attempts.entry((a.rule, a.template, line_of(starts, anchor_pos))).or_insert(0);
+        let n = attempts.entry((a.rule, a.template, anchor_line)).or_insert(0);
         if *n >= MAX_ATTEMPTS_PER_LINE {
             return;
         }
+        // A line whose steps are spent, with the log's reserve, takes no more attempts:
+        // a hit on its first leading word starts there, and costs no walk back.
+        let spent = |line: usize, pools: &HashMap<usize, u64, Ints>| *reserve == 0 && pools.get(&line) == Some(&0);
+        if a.word == 0 && spent(anchor_line, pools) {
+            return;
+        }
         let Some(start) = t.start_for_word(hay, anchor_pos, a.entry, a.word) else { return };
-        let line = line_of(starts, start);
+        // Most starts are on the anchor's line; a wrapped lead begins on an earlier one.
+        let line = if start >= starts[anchor_line] { anchor_line } else { line_of(starts, start) };
+        if spent(line, pools) {
+            return;
+        }
         if !tried.insert((start, a.rule, a.template, a.entry)) {
             return;
         }
@@ -409,7 +420,7 @@ fn match_events(
                 budget.forget_before(floor, starts[floor]);
             }
             for a in &pre.anchored[hit.pattern().as_usize()] {
-                try_at(a, hit.start(), &mut cands, &mut budget);
+                try_at(a, hit.start(), line, &mut cands, &mut budget);
             }
         }
     } else {
@@ -419,7 +430,7 @@ fn match_events(
                     let a = Anchored { rule: ri, template: ti, entry: x.entry, word: x.word };
                     let mut pos = 0;
                     while let Some(off) = find_either_case(&hay[pos..], x.text, x.word == 0) {
-                        try_at(&a, pos + off, &mut cands, &mut budget);
+                        try_at(&a, pos + off, line_of(starts, pos + off), &mut cands, &mut budget);
                         pos += off + 1;
                         while !hay.is_char_boundary(pos) {
                             pos += 1;

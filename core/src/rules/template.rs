@@ -72,10 +72,12 @@ const MEMO_AFTER: u32 = 256;
 /// Shortest leading text a text capture stops at (see [`Matcher::lead`]): shorter ones
 /// could be ordinary words inside the text.
 const MIN_LEAD_STOP: usize = 10;
-/// Steps a text may spend on template attempts, per byte of it, beyond one full
-/// attempt's budget: near misses repeated along a long line cannot each spend a whole
-/// budget (work per input byte stays bounded, not only work per attempt).
-pub(crate) const STEPS_PER_BYTE: u64 = 2;
+/// Steps a line may spend on template attempts, per byte of it, beyond [`LINE_STEPS`]:
+/// near misses repeated along a long line cannot each spend a whole budget (work per
+/// input byte stays bounded, not only work per attempt). A step costs about 150
+/// instructions, so two a byte held the device-side-assert near misses to 12 MB/s;
+/// one a byte, 1.36 -> 0.88 billion instructions a megabyte of them.
+pub(crate) const STEPS_PER_BYTE: u64 = 1;
 
 /// Steps an attempt costs its pool before it runs: walking back over its leading words
 /// and setting up the matcher is work too. Without it, attempts that fail in a few
