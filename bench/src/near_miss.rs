@@ -6,14 +6,16 @@
 //! by a value of its kind and every optional group taken, then cut one character
 //! before its end, so a match attempt runs to the last piece and fails. The near miss
 //! is repeated along 64 KiB lines (the longest line the engine keeps whole) up to MB
-//! megabytes (default 1), and the log is diagnosed once. Prints one line per template,
-//! slowest first: throughput in MB/s, seconds, rule and template, then a summary line
-//! (median, how many under 10 and 20 MB/s). `bench/run.sh` runs it and the README's
-//! robustness table quotes the summary: on 2026-12-06, median 20.7 -> 21.3 MB/s and
-//! templates under 10 MB/s 55 -> 29 when a text capture's ends were found lazily, a
-//! text stopped at its message's own leading words and the matcher's records were
-//! hashed; the slowest stays near 6 MB/s (0.5 MB/s before a message's class and
-//! evidence were read near it), linear in size. Wall time on a shared 2-core machine
+//! megabytes (default 1), and the log is diagnosed once; `--line 1024` repeats it along
+//! kilobyte lines instead, where work that is per report or per line, not per byte,
+//! shows (a line's pool was 20,000 steps whatever its length). Prints one line per
+//! template, slowest first: throughput in MB/s, seconds, rule and template, then a
+//! summary line (median, how many under 10 and 20 MB/s). `bench/run.sh` runs both and
+//! the README's robustness table quotes the summaries: on 2026-12-07, 64 KiB lines
+//! median 30.0 -> 44.6 MB/s, slowest 12.1 -> 15.8, under 20 MB/s 108 -> 1 to 7; 1 KiB
+//! lines median 17.9 -> 27.5, slowest 3.5 -> 8.4, under 20 MB/s 315 -> about 70 (a
+//! line's pool of 2,000 steps + 1 a byte, floods read by their marks, class fields and
+//! footers looked for only where their marks are). Wall time on a shared 2-core machine
 //! varies by a fifth between single runs: compare instruction counts
 //! (`valgrind --tool=cachegrind --cache-sim=no`) when a change is small.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the

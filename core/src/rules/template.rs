@@ -346,6 +346,22 @@ impl Capture {
     }
 }
 
+/// The evidence key of a derived capture ([`Kind::derived`]): `{name}_bytes` for the
+/// capture `tried` is `tried_bytes`. Built directly: a `replace` searched the pattern
+/// and grew a string on every size captured (a tenth of the work on near misses of the
+/// OOM message).
+fn derived_key(pattern: &str, name: &str) -> String {
+    match pattern.strip_prefix("{name}") {
+        Some(rest) => {
+            let mut k = String::with_capacity(name.len() + rest.len());
+            k.push_str(name);
+            k.push_str(rest);
+            k
+        }
+        None => pattern.to_string(),
+    }
+}
+
 /// A successful match.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Match {
@@ -713,6 +729,7 @@ impl Template {
         *pool = pool.saturating_sub(ATTEMPT_STEPS);
         let mut m = Matcher::pooled(hay, start, true, *pool);
         m.lead = &e.lead_text;
+        m.record = false;
         let cont = Cont { seq: &self.pieces[e.from..], next: None };
         let ok = m.run(&cont, start).is_some() || m.out_of_steps();
         *pool = pool.saturating_sub(u64::from(m.steps));
@@ -1086,6 +1103,9 @@ struct Matcher<'h> {
     /// (piece, position) pairs that failed, once the attempt is past [`MEMO_AFTER`].
     failed: std::collections::HashSet<(usize, usize), super::ints::Ints>,
     caps: Vec<Capture>,
+    /// Whether captures are recorded: a yes/no attempt ([`Template::could_match_at`])
+    /// reads them without building their names and values.
+    record: bool,
     lit: usize,
     /// Running out of input counts as success (see [`Template::could_match_at`]).
     partial: bool,
@@ -1119,6 +1139,7 @@ impl<'h> Matcher<'h> {
             budget: STEP_BUDGET,
             failed: std::collections::HashSet::default(),
             caps: Vec::new(),
+            record: true,
             lit: 0,
             partial,
             start,
@@ -1295,10 +1316,10 @@ impl<'h> Matcher<'h> {
             items += 1;
             if let Some(f) = specs.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
                 if let Some((rest, v, extra)) = parse_atom(f.kind, value) {
-                    if rest.trim().is_empty() {
+                    if rest.trim().is_empty() && self.record {
                         self.caps.push(Capture::new(&f.name, f.list, v));
                         if let (Some(v), Some(&(k, list))) = (extra, f.kind.derived().first()) {
-                            self.caps.push(Capture::new(&k.replace("{name}", &f.name), list, v));
+                            self.caps.push(Capture::new(&derived_key(k, &f.name), list, v));
                         }
                     }
                 }
@@ -1497,6 +1518,9 @@ impl<'h> Matcher<'h> {
             return End::Next;
         }
         if let Some(r) = self.run(next, pos + e) {
+            if !self.record {
+                return End::Matched(r);
+            }
             let t = s.trim();
             // An `any` capture crosses lines: its value is one line of text.
             let value =
@@ -1584,9 +1608,11 @@ impl<'h> Matcher<'h> {
             }
         }
         let (rest, value, extra) = parse_atom(kind, s)?;
-        self.caps.push(Capture::new(name, list, value));
-        if let (Some(v), Some(&(key, list))) = (extra, kind.derived().first()) {
-            self.caps.push(Capture::new(&key.replace("{name}", name), list, v));
+        if self.record {
+            self.caps.push(Capture::new(name, list, value));
+            if let (Some(v), Some(&(key, list))) = (extra, kind.derived().first()) {
+                self.caps.push(Capture::new(&derived_key(key, name), list, v));
+            }
         }
         let consumed = s.len() - rest.len();
         let end = orig.map_or(pos + consumed, |o| o[consumed]);
