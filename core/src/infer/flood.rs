@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use crate::rules::matching::{Event, Stream};
+use crate::rules::matching::{push_numberless, Event, Stream};
 
 /// Full reads of one rule's loose reports in one stream before its marks are read first.
 pub(super) const READS_PER_STREAM: u32 = 64;
@@ -106,7 +106,6 @@ impl Flood {
 /// The text event `e` matched, digit runs as one `#`, its lines joined by `\n`.
 fn mark(s: &Stream<'_>, e: &Event) -> String {
     let mut out = String::new();
-    let mut in_number = false;
     for i in e.first..=e.last.min(s.lines.len().saturating_sub(1)) {
         let text = s.lines[i].text.as_str();
         let at = s.line_start(i);
@@ -115,14 +114,7 @@ fn mark(s: &Stream<'_>, e: &Event) -> String {
         if i > e.first {
             out.push('\n');
         }
-        let piece = text.get(a..b.max(a)).unwrap_or_default();
-        for c in piece.chars() {
-            let digit = c.is_ascii_digit();
-            if !(digit && in_number) {
-                out.push(if digit { '#' } else { c });
-            }
-            in_number = digit;
-        }
+        push_numberless(&mut out, text.get(a..b.max(a)).unwrap_or_default());
     }
     out
 }

@@ -633,14 +633,7 @@ pub(super) fn key_of(id: &str, ev: &Evidence) -> String {
     let msg = ev.message.as_deref().unwrap_or_default();
     // A run of digits is one `#`: `[Rank 7]` and `[Rank 12]` are the same report.
     let mut key = format!("{id}\u{1}");
-    let mut in_number = false;
-    for c in msg.chars() {
-        let digit = c.is_ascii_digit();
-        if !(digit && in_number) {
-            key.push(if digit { '#' } else { c });
-        }
-        in_number = digit;
-    }
+    crate::rules::matching::push_numberless(&mut key, msg);
     key
 }
 

@@ -226,22 +226,28 @@ pub(crate) const MAX_EVENTS_PER_RULE: u32 = 2048;
 /// failure of the same rule printed after it.
 const MAX_NEW_TEXTS: u32 = 256;
 
-/// A hash of the text `hay[a..b]` with each digit run as one `#`: matches of one
-/// message with other numbers in it are the same text. Two different texts sharing a
-/// hash (2^-64) would only have the later one counted instead of kept.
-fn text_hash(hay: &str, a: usize, b: usize) -> u64 {
-    use std::hash::Hasher;
-    let mut text = Vec::with_capacity(b.saturating_sub(a));
+/// Pushes `text` onto `out` with each run of ASCII digits as one `#`: the identity of a
+/// message whatever its numbers (`[Rank 7]` and `[Rank 12]`, step counters). Report
+/// keys, flood marks and match texts all read a message this way.
+pub(crate) fn push_numberless(out: &mut String, text: &str) {
     let mut in_number = false;
-    for &c in hay.as_bytes().get(a..b.max(a)).unwrap_or_default() {
+    for c in text.chars() {
         let digit = c.is_ascii_digit();
         if !(digit && in_number) {
-            text.push(if digit { b'#' } else { c });
+            out.push(if digit { '#' } else { c });
         }
         in_number = digit;
     }
+}
+
+/// A hash of the text `hay[a..b]`, numbers aside ([`push_numberless`]). Two different
+/// texts sharing a hash (2^-64) would only have the later one counted instead of kept.
+fn text_hash(hay: &str, a: usize, b: usize) -> u64 {
+    use std::hash::Hasher;
+    let mut text = String::with_capacity(b.saturating_sub(a));
+    push_numberless(&mut text, hay.get(a..b.max(a)).unwrap_or_default());
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    h.write(&text);
+    h.write(text.as_bytes());
     h.finish()
 }
 
