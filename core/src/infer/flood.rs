@@ -55,7 +55,8 @@ pub(super) struct Flood {
     /// Full reads of new marks once flooded, per stream and rule.
     new_reads: HashMap<(usize, usize), u32>,
     new_reads_of_rule: HashMap<usize, u32>,
-    marks: HashMap<(usize, String), usize>,
+    /// Per rule: its marks read, each with its index in `seen`.
+    marks: HashMap<usize, HashMap<String, usize>>,
     seen: Vec<Seen>,
 }
 
@@ -71,7 +72,7 @@ impl Flood {
             return Route::Read(mark(s, e));
         }
         let m = mark(s, e);
-        if let Some(&i) = self.marks.get(&(e.rule, m.clone())) {
+        if let Some(&i) = self.marks.get(&e.rule).and_then(|of_rule| of_rule.get(&m)) {
             return Route::Known(i);
         }
         let new = self.new_reads.entry((si, e.rule)).or_insert(0);
@@ -91,7 +92,7 @@ impl Flood {
 
     /// Records where the first report of a mark went.
     pub(super) fn learn(&mut self, rule: usize, mark: String, seen: Seen) {
-        if let std::collections::hash_map::Entry::Vacant(v) = self.marks.entry((rule, mark)) {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.marks.entry(rule).or_default().entry(mark) {
             v.insert(self.seen.len());
             self.seen.push(seen);
         }

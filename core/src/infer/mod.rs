@@ -437,12 +437,9 @@ fn admit_event(
     }
     let inc = s.incident(e, &pack.ingest().exception_classes);
     let mut ev = incident_evidence(&inc);
-    captures_to_evidence(&e.m, &mut ev);
     let spec = &rule.spec.matches[e.template];
     // What the wording implies goes in before derivation reads it (`argument_device`).
-    for (k, v) in &spec.set {
-        ev.insert(k, Value::from(v.clone()));
-    }
+    match_facts(rule, e, &mut ev);
     derive(&mut ev);
     scrub_identity(&mut ev);
     if let Some(v) = &spec.torch {
@@ -456,7 +453,7 @@ fn admit_event(
         admit.flood.learn(e.rule, m, Seen { key: key.clone(), place: place_of(&ev) });
     }
     // Read before the cache: a merged report keeps the first rank's evidence.
-    let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
+    let progress = progress_of(rule, &ev);
     let p = Prepared { inc, ev, rank, key };
     match admit.verdict(si, e.rule, &p.key) {
         Verdict::Fold(into) => return admit.fold(into, p.rank, p.rank_report(progress)),
@@ -499,14 +496,25 @@ fn admit_event(
 fn rank_of_mark(pack: &Pack, s: &Stream<'_>, e: &Event, log: &LogFacts<'_>) -> (Option<u32>, Option<u64>) {
     let rule = &pack.rules()[e.rule];
     let mut ev = Evidence::new();
-    captures_to_evidence(&e.m, &mut ev);
+    match_facts(rule, e, &mut ev);
+    let (local, host) = s.local_at(e.first);
+    let rank = resolve_rank(s.rank_at(e.first).or_else(|| evidence_rank(&ev)), local, host.as_deref(), &mut ev, log);
+    (rank, progress_of(rule, &ev))
+}
+
+/// What a match itself says: its captures, then what its template's wording implies
+/// (the `[[match]]`'s `set`).
+fn match_facts(rule: &Rule, e: &Event, ev: &mut Evidence) {
+    captures_to_evidence(&e.m, ev);
     for (k, v) in &rule.spec.matches[e.template].set {
         ev.insert(k, Value::from(v.clone()));
     }
-    let (local, host) = s.local_at(e.first);
-    let rank = resolve_rank(s.rank_at(e.first).or_else(|| evidence_rank(&ev)), local, host.as_deref(), &mut ev, log);
-    let progress = rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64());
-    (rank, progress)
+}
+
+/// The count a rule's `progress` key names (`last enqueued NCCL work`), when the
+/// evidence holds it.
+fn progress_of(rule: &Rule, ev: &Evidence) -> Option<u64> {
+    rule.spec.progress.as_deref().and_then(|k| ev.get(k)).and_then(|v| v.as_u64())
 }
 
 /// The evidence an incident gives by itself: exception, message, failing frame and code.
