@@ -146,8 +146,66 @@ pub fn dims_value(d: &[Dim]) -> serde_json::Value {
 /// A shape: `64x128`, `[64, 128]`, `torch.Size([64, 128])`, `[]`, `[64 x 128]`, and with
 /// symbolic sizes `[s0, 512]`, `[B, 512, 7, 7]`.
 pub fn shape(i: &str) -> IResult<&str, Vec<Dim>> {
+    if let Some(plain) = plain_shape(i) {
+        return Ok(plain);
+    }
+    // A bracket the grammar cannot close: only its `[...]` form begins with one, and
+    // that form holds nothing but dimensions, separators and blanks before its `]`.
+    // Near misses cut a shape short (`[4, 3, 224 While ...`): no combinators for them.
+    if i.starts_with('[') {
+        let inside = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | ',' | ' ' | '\t' | '\r' | '\n');
+        if i[1..].chars().find(|&c| !inside(c)) != Some(']') {
+            return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Char)));
+        }
+    }
+    shape_grammar(i)
+}
+
+/// The shape grammar, every form.
+fn shape_grammar(i: &str) -> IResult<&str, Vec<Dim>> {
     alt((delimited(tag("torch.Size(["), dims_list, (tag("])"),)), delimited(char('['), dims_list, char(']')), dims_x))
         .parse(i)
+}
+
+/// The form most shapes are printed in, `[64, 3, 224, 224]` (integers, each comma
+/// followed by spaces or nothing), read byte by byte; `None` for anything else, which
+/// the grammar then reads. The same result as the grammar where it answers, at a
+/// fifth of the cost: a template with two shapes tried along a line of near misses
+/// spent a seventh of its time in the combinators.
+fn plain_shape(i: &str) -> Option<(&str, Vec<Dim>)> {
+    let b = i.as_bytes();
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    let mut dims = Vec::new();
+    if b.get(1) == Some(&b']') {
+        return Some((&i[2..], dims));
+    }
+    let mut k = 1;
+    loop {
+        let start = k;
+        if b.get(k) == Some(&b'-') {
+            k += 1;
+        }
+        let digits = k;
+        while b.get(k).is_some_and(u8::is_ascii_digit) {
+            k += 1;
+        }
+        if k == digits {
+            return None;
+        }
+        dims.push(Dim::N(int_value(&i[start..k])));
+        match b.get(k) {
+            Some(b']') => return Some((&i[k + 1..], dims)),
+            Some(b',') => {
+                k += 1;
+                while b.get(k) == Some(&b' ') {
+                    k += 1;
+                }
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// A size, or a short symbol of a dynamic shape (`s4`, `B`).
@@ -218,8 +276,12 @@ pub fn size(i: &str) -> IResult<&str, (String, u64)> {
 /// A signed decimal integer (saturating: a 40-digit number does not fail or wrap).
 pub fn int(i: &str) -> IResult<&str, i64> {
     let (rest, s) = recognize((opt(char('-')), digit1)).parse(i)?;
-    let v = s.parse::<i64>().unwrap_or(if s.starts_with('-') { i64::MIN } else { i64::MAX });
-    Ok((rest, v))
+    Ok((rest, int_value(s)))
+}
+
+/// An integer's digits (with its sign) as a value, saturating where it overflows.
+fn int_value(s: &str) -> i64 {
+    s.parse::<i64>().unwrap_or(if s.starts_with('-') { i64::MIN } else { i64::MAX })
 }
 
 /// A decimal number as printed (`1.5`, `42`, `-0.25`, `1e-3`).
@@ -328,6 +390,33 @@ mod tests {
         }
         assert!(tensortype("torch.Tensor").is_err());
         assert!(tensortype("Type").is_err());
+    }
+
+    /// Where the byte-by-byte reading of `[64, 3]` answers, it reads what the grammar
+    /// reads (the same dimensions, the same rest), over texts built from the pieces
+    /// shapes and their near misses are made of.
+    #[test]
+    fn a_plain_shape_reads_as_the_grammar_does() {
+        let bits =
+            ["[", "]", "4", "224", "-", "-3", ",", ", ", " ,", "  ", "x", "s0", "99999999999999999999", ")", "\n", "é"];
+        let mut seed: u64 = 5;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            let mut text = String::from("[");
+            for _ in 0..next(9) {
+                text.push_str(bits[next(bits.len())]);
+            }
+            if let Some((rest, dims)) = plain_shape(&text) {
+                answered += 1;
+                assert_eq!(shape_grammar(&text).ok(), Some((rest, dims)), "{text:?}");
+            }
+            assert_eq!(shape(&text).ok(), shape_grammar(&text).ok(), "{text:?}");
+        }
+        assert!(answered > 1000, "the plain reading answered only {answered} times");
     }
 
     #[test]

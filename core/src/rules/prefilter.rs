@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::pack::Pack;
-use super::template::WalkBack;
+use super::template::{Template, WalkBack};
 use crate::ingest::window::Trigger;
 
 /// Depth of the NFAs' dense (array) states: 1 instead of aho-corasick's default 3
@@ -59,6 +59,34 @@ pub(crate) struct Anchored {
     pub entry: usize,
     /// Index of the anchor among the entry's leading words.
     pub word: usize,
+    /// What must be printed right before the anchor (see [`Anchored::may_follow`]).
+    before: Option<(u8, bool)>,
+}
+
+impl Anchored {
+    pub(crate) fn new(t: &Template, rule: usize, template: usize, entry: usize, word: usize) -> Anchored {
+        Anchored { rule, template, entry, word, before: t.byte_before_word(entry, word) }
+    }
+
+    /// Whether the template's walk back from an anchor hit can get past the leading
+    /// word before it, given `prev`, the last byte before the hit that is not
+    /// whitespace (`None`: the text starts there). A hit of a word many templates lead
+    /// with (`error:` of `CUDA error:`, `NCCL error:`, `cuDNN error:` ...) tries each of
+    /// them; one byte rules most of them out, where walking back cost a lookup of the
+    /// line's attempts and a walk each (a quarter of the time on lines of glued
+    /// `CUDA error: ...` reports). Never false where the walk back could succeed.
+    pub(crate) fn may_follow(&self, prev: Option<u8>) -> bool {
+        match (self.before, prev) {
+            (Some((want, fold)), Some(got)) => got == want || (fold && got.eq_ignore_ascii_case(&want)),
+            _ => true,
+        }
+    }
+}
+
+/// The last byte before `at` that is not ASCII whitespace (what [`Anchored::may_follow`]
+/// reads), `None` at the text's start.
+pub(crate) fn byte_before(text: &str, at: usize) -> Option<u8> {
+    text.as_bytes().get(..at)?.iter().rev().copied().find(|b| !b.is_ascii_whitespace())
 }
 
 /// The compiled prefilter of a pack.
@@ -87,9 +115,29 @@ pub(crate) struct Prefilter {
     rescan_ac: AhoCorasick,
     /// The longest of those literals, in bytes.
     rescan_max: usize,
+    /// Those literals' texts, in the same order.
+    rescan_literals: Vec<String>,
+    /// Per scan pattern, what its own bytes hide, worked out the first time it is asked.
+    hidden: Vec<OnceLock<Hidden>>,
     /// The longest anchor, in bytes.
     anchor_max: usize,
     n_structural: usize,
+}
+
+/// The rescan literals (structural literals, then needles) a scan pattern hides: those
+/// that begin inside it. A hit's own bytes are the pattern's, so what lies wholly
+/// inside it is known from the pattern alone; only a literal that begins inside it and
+/// runs past its end needs the input read, at the few offsets where one can. Searching
+/// at every byte of every failed hit was a tenth of the time on near misses of long
+/// messages (`While copying the parameter named ...`) repeated along a line.
+#[derive(Clone, Debug, Default)]
+struct Hidden {
+    /// A structural literal lies wholly inside the pattern.
+    structural: bool,
+    /// The needles (their indices) that lie wholly inside it.
+    needles: Vec<usize>,
+    /// Offsets in the pattern where a literal may begin and run past its end.
+    cross: Vec<usize>,
 }
 
 /// The prefilter with the pack it was built for: the window's [`Trigger`].
@@ -144,7 +192,7 @@ impl Prefilter {
                                     patterns.len() - 1
                                 }
                             };
-                            anchored[pid].push(Anchored { rule: ri, template: ti, entry: a.entry, word: a.word });
+                            anchored[pid].push(Anchored::new(t, ri, ti, a.entry, a.word));
                         }
                     }
                 }
@@ -165,12 +213,14 @@ impl Prefilter {
         let n_triggers = scan.len();
         scan.extend(needles.iter().cloned());
         let scan_nfa = scan_automaton(&scan, AhoCorasickKind::ContiguousNFA);
+        let hidden = scan.iter().map(|_| OnceLock::new()).collect();
         let needle_alias = scan.iter().map(|p| needles.iter().position(|n| n == p)).collect();
         let needle_ac = AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&needles)
             .expect("literals: the automaton always builds");
-        let rescan_patterns: Vec<&str> = structural.iter().chain(&needles).map(String::as_str).collect();
+        let rescan_literals: Vec<String> = structural.iter().chain(&needles).cloned().collect();
+        let rescan_patterns: Vec<&str> = rescan_literals.iter().map(String::as_str).collect();
         let rescan_max = rescan_patterns.iter().map(|p| p.len()).max().unwrap_or(0);
         let rescan_ac = AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::ContiguousNFA))
@@ -193,7 +243,74 @@ impl Prefilter {
             rescan_max,
             anchor_max: patterns.iter().map(String::len).max().unwrap_or(0),
             rescan_ac,
+            rescan_literals,
+            hidden,
             n_structural: structural.len(),
+        }
+    }
+
+    /// What scan pattern `p` hides ([`Hidden`]), worked out once.
+    fn hidden(&self, p: usize) -> Option<&Hidden> {
+        let text = self.scan_patterns.get(p)?.as_bytes();
+        Some(self.hidden[p].get_or_init(|| {
+            let mut h = Hidden::default();
+            for k in 0..text.len() {
+                let found = self.rescan_at(text, k, text.len(), &mut |m| match m.checked_sub(self.n_structural) {
+                    None => h.structural = true,
+                    Some(n) => h.needles.push(n),
+                });
+                // The automaton cannot search: keep every line this pattern hits.
+                h.structural |= found.is_err();
+                if self.rescan_literals.iter().any(|r| r.len() > text.len() - k && r.as_bytes().starts_with(&text[k..]))
+                {
+                    h.cross.push(k);
+                }
+            }
+            h
+        }))
+    }
+
+    /// Each rescan literal that begins at `bytes[from]` and ends by `limit`, to `found`.
+    fn rescan_at(
+        &self,
+        bytes: &[u8],
+        from: usize,
+        limit: usize,
+        found: &mut dyn FnMut(usize),
+    ) -> Result<(), aho_corasick::MatchError> {
+        let stop = from.saturating_add(self.rescan_max).min(limit);
+        let input = aho_corasick::Input::new(bytes).range(from..stop).anchored(aho_corasick::Anchored::Yes);
+        let mut state = aho_corasick::automaton::OverlappingState::start();
+        loop {
+            self.rescan_ac.try_find_overlapping(input.clone(), &mut state)?;
+            match state.get_match() {
+                Some(m) => found(m.pattern().as_usize()),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Each rescan literal that begins inside the hit of scan pattern `p` at
+    /// `bytes[at]`, to `found` (structural literals first, then needles, as in
+    /// `rescan_ac`). `Err` when that cannot be told: keep the line.
+    fn hidden_at(&self, bytes: &[u8], at: usize, p: usize, found: &mut dyn FnMut(usize)) -> Result<(), ()> {
+        let len = self.scan_patterns.get(p).map_or(0, String::len);
+        let end = at.saturating_add(len).min(bytes.len());
+        match self.hidden(p) {
+            // The hit is the pattern's bytes, so what the pattern hides, it hides.
+            Some(h) if bytes.get(at..end) == Some(self.scan_patterns[p].as_bytes()) => {
+                if h.structural {
+                    found(0);
+                }
+                for &n in &h.needles {
+                    found(self.n_structural + n);
+                }
+                for &k in &h.cross {
+                    self.rescan_at(bytes, at + k, bytes.len(), found).map_err(|_| ())?;
+                }
+                Ok(())
+            }
+            _ => (at..end).try_for_each(|from| self.rescan_at(bytes, from, bytes.len(), found).map_err(|_| ())),
         }
     }
 
@@ -250,21 +367,9 @@ impl Scan<'_> {
                 return true;
             }
         }
-        (at..end).any(|from| {
-            let stop = from.saturating_add(pre.rescan_max).min(b.len());
-            let input = aho_corasick::Input::new(b).range(from..stop).anchored(aho_corasick::Anchored::Yes);
-            let mut state = aho_corasick::automaton::OverlappingState::start();
-            loop {
-                if pre.rescan_ac.try_find_overlapping(input.clone(), &mut state).is_err() {
-                    return true;
-                }
-                match state.get_match() {
-                    Some(m) if m.pattern().as_usize() < pre.n_structural => return true,
-                    Some(_) => {}
-                    None => return false,
-                }
-            }
-        })
+        let mut structural = false;
+        let searched = pre.hidden_at(b, at, pattern, &mut |m| structural |= m < pre.n_structural);
+        structural || searched.is_err()
     }
 }
 
@@ -333,7 +438,8 @@ impl Trigger for Scan<'_> {
             return self.hidden_by(text, at, pattern, pool);
         }
         let rules = self.pack.rules();
-        self.prefilter.anchored[pattern].iter().any(|a| {
+        let prev = byte_before(text, at);
+        self.prefilter.anchored[pattern].iter().filter(|a| a.may_follow(prev)).any(|a| {
             let t = &rules[a.rule].templates[a.template];
             match t.walk_back(text, at, a.entry, a.word) {
                 WalkBack::Start(start) => t.could_match_at_pooled(text, start, a.entry, pool),
@@ -369,26 +475,17 @@ impl Trigger for Scan<'_> {
         // generated training logs, where common words are anchors).
         let mut found = false;
         for (off, p) in hits.iter().filter_map(|&(off, p)| Some((off - base, p?))) {
-            let len = pre.scan_patterns.get(p).map_or(0, String::len);
-            for at in off..off.saturating_add(len).min(raw.len()) {
-                let end = at.saturating_add(pre.rescan_max).min(raw.len());
-                let input = aho_corasick::Input::new(raw).range(at..end).anchored(aho_corasick::Anchored::Yes);
-                let mut state = aho_corasick::automaton::OverlappingState::start();
-                loop {
-                    if pre.rescan_ac.try_find_overlapping(input.clone(), &mut state).is_err() {
-                        return true; // cannot tell: keep the line
-                    }
-                    let Some(m) = state.get_match() else { break };
-                    // A structural literal keeps the line; a needle is only marked.
-                    match m.pattern().as_usize().checked_sub(pre.n_structural) {
-                        None => found = true,
-                        Some(n) => {
-                            if let Some(s) = seen.get_mut(n) {
-                                *s = true;
-                            }
-                        }
+            let searched = pre.hidden_at(raw, off, p, &mut |m| match m.checked_sub(pre.n_structural) {
+                // A structural literal keeps the line; a needle is only marked.
+                None => found = true,
+                Some(n) => {
+                    if let Some(s) = seen.get_mut(n) {
+                        *s = true;
                     }
                 }
+            });
+            if searched.is_err() {
+                return true; // cannot tell: keep the line
             }
         }
         found

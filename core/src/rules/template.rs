@@ -72,6 +72,9 @@ const MEMO_AFTER: u32 = 256;
 /// Shortest leading text a text capture stops at (see [`Matcher::lead`]): shorter ones
 /// could be ordinary words inside the text.
 const MIN_LEAD_STOP: usize = 10;
+
+/// A matcher's lead when its entry has none.
+static NO_LEAD: LeadStop = LeadStop(None);
 /// Steps a line may spend on template attempts, per byte of it, beyond [`LINE_STEPS`]:
 /// near misses repeated along a long line cannot each spend a whole budget (work per
 /// input byte stays bounded, not only work per attempt). A step costs about 150
@@ -233,7 +236,30 @@ struct Entry {
     /// Its leading words as printed (one space between them), when long enough to
     /// stand for the message: a text capture does not run into it (see
     /// [`Matcher::lead`]). Empty otherwise.
-    lead_text: String,
+    lead_text: LeadStop,
+}
+
+/// An entry's leading words with their searcher built once: a text capture looks for
+/// them in every attempt, and building a `memmem` searcher per attempt cost more than
+/// the search (3,200 instructions, a tenth of a near miss of `While copying the
+/// parameter named ...` on kilobyte lines).
+#[derive(Clone, Debug, Default)]
+struct LeadStop(Option<memchr::memmem::Finder<'static>>);
+
+impl LeadStop {
+    fn new(text: &str) -> LeadStop {
+        LeadStop((!text.is_empty()).then(|| memchr::memmem::Finder::new(text.as_bytes()).into_owned()))
+    }
+
+    fn text(&self) -> &[u8] {
+        self.0.as_ref().map_or(&[], |f| f.needle())
+    }
+}
+
+impl PartialEq for LeadStop {
+    fn eq(&self, other: &LeadStop) -> bool {
+        self.text() == other.text()
+    }
 }
 
 impl Entry {
@@ -246,11 +272,18 @@ impl Entry {
                 _ => break,
             }
         }
-        let mut e =
-            Entry { at, from: at, lead_capture: None, lead, anchors: Vec::new(), live: true, lead_text: String::new() };
+        let mut e = Entry {
+            at,
+            from: at,
+            lead_capture: None,
+            lead,
+            anchors: Vec::new(),
+            live: true,
+            lead_text: LeadStop::default(),
+        };
         let text = e.text(pieces);
         if text.len() >= MIN_LEAD_STOP {
-            e.lead_text = text;
+            e.lead_text = LeadStop::new(&text);
         }
         e.choose_anchors(pieces, &|_| false);
         e
@@ -508,6 +541,16 @@ impl Template {
     }
 
     /// Leading literal word `k` of entry `entry`.
+    /// The byte a walk back from leading word `word` of `entry` must find first (the
+    /// last byte of the word before it), and whether it matches in either case (the
+    /// entry's first letter, when the word before is that one letter): `None` for the
+    /// first word. [`Template::walk_back`] fails at once where another byte stands there.
+    pub(crate) fn byte_before_word(&self, entry: usize, word: usize) -> Option<(u8, bool)> {
+        let k = word.checked_sub(1)?;
+        let w = self.word(entry, k).as_bytes();
+        Some((*w.last()?, k == 0 && w.len() == 1))
+    }
+
     fn word(&self, entry: usize, k: usize) -> &str {
         self.entries.get(entry).map_or("", |e| e.word(&self.pieces, k))
     }
@@ -1126,7 +1169,7 @@ struct Matcher<'h> {
     /// messages glued (a one-line paste of every rank's report) or near misses
     /// repeated to cost time, where each try would otherwise read on through every
     /// repeat of the message within the capture's reach.
-    lead: &'h str,
+    lead: &'h LeadStop,
     /// What [`Matcher::lead_stop`] has read.
     lead_seen: Option<Seen>,
 }
@@ -1147,7 +1190,7 @@ impl<'h> Matcher<'h> {
             folded: false,
             stops: Vec::new(),
             every_end: false,
-            lead: "",
+            lead: &NO_LEAD,
             lead_seen: None,
         }
     }
@@ -1353,7 +1396,7 @@ impl<'h> Matcher<'h> {
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
         let mut reach = floor_boundary(s, s.len().min(MAX_TEXT));
-        if kind == Kind::Text && !self.lead.is_empty() && reach > 1 {
+        if kind == Kind::Text && self.lead.0.is_some() && reach > 1 {
             if let Some(at) = self.lead_stop(pos + 1, pos + reach) {
                 reach = at - pos;
             }
@@ -1402,12 +1445,12 @@ impl<'h> Matcher<'h> {
     /// Where [`Matcher::lead`] first begins in `hay[from..limit]` (wholly inside it),
     /// remembering what was read as [`Matcher::next_stop`] does.
     fn lead_stop(&mut self, from: usize, limit: usize) -> Option<usize> {
-        let scan_from = match Seen::resume(self.lead_seen, from, limit, self.lead.len()) {
+        let Some(finder) = &self.lead.0 else { return None };
+        let scan_from = match Seen::resume(self.lead_seen, from, limit, finder.needle().len()) {
             Ok(found) => return found,
             Err(at) => at,
         };
-        let found =
-            memchr::memmem::find(&self.hay.as_bytes()[scan_from..limit], self.lead.as_bytes()).map(|k| scan_from + k);
+        let found = finder.find(&self.hay.as_bytes()[scan_from..limit]).map(|k| scan_from + k);
         self.lead_seen = Some(Seen { from, upto: limit, found });
         found
     }
