@@ -150,6 +150,12 @@ impl Engine {
         self
     }
 
+    /// The compiled prefilter, for the prefilter's own tests.
+    #[cfg(test)]
+    pub(crate) fn prefilter_for_tests(&self) -> &Prefilter {
+        &self.prefilter
+    }
+
     /// The rule pack.
     pub fn pack(&self) -> &Pack {
         &self.pack

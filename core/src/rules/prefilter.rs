@@ -132,12 +132,12 @@ pub(crate) struct Prefilter {
 /// messages (`While copying the parameter named ...`) repeated along a line.
 #[derive(Clone, Debug, Default)]
 struct Hidden {
-    /// A structural literal lies wholly inside the pattern.
-    structural: bool,
-    /// The needles (their indices) that lie wholly inside it.
-    needles: Vec<usize>,
+    /// The rescan literals (their indices in `rescan_ac`) that lie wholly inside it.
+    inside: Vec<usize>,
     /// Offsets in the pattern where a literal may begin and run past its end.
     cross: Vec<usize>,
+    /// The automaton could not search the pattern: keep every line it hits.
+    unsearchable: bool,
 }
 
 /// The prefilter with the pack it was built for: the window's [`Trigger`].
@@ -255,12 +255,7 @@ impl Prefilter {
         Some(self.hidden[p].get_or_init(|| {
             let mut h = Hidden::default();
             for k in 0..text.len() {
-                let found = self.rescan_at(text, k, text.len(), &mut |m| match m.checked_sub(self.n_structural) {
-                    None => h.structural = true,
-                    Some(n) => h.needles.push(n),
-                });
-                // The automaton cannot search: keep every line this pattern hits.
-                h.structural |= found.is_err();
+                h.unsearchable |= self.rescan_at(text, k, text.len(), &mut |m| h.inside.push(m)).is_err();
                 if self.rescan_literals.iter().any(|r| r.len() > text.len() - k && r.as_bytes().starts_with(&text[k..]))
                 {
                     h.cross.push(k);
@@ -299,11 +294,11 @@ impl Prefilter {
         match self.hidden(p) {
             // The hit is the pattern's bytes, so what the pattern hides, it hides.
             Some(h) if bytes.get(at..end) == Some(self.scan_patterns[p].as_bytes()) => {
-                if h.structural {
-                    found(0);
+                if h.unsearchable {
+                    return Err(());
                 }
-                for &n in &h.needles {
-                    found(self.n_structural + n);
+                for &m in &h.inside {
+                    found(m);
                 }
                 for &k in &h.cross {
                     self.rescan_at(bytes, at + k, bytes.len(), found).map_err(|_| ())?;
@@ -489,5 +484,48 @@ impl Trigger for Scan<'_> {
             }
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// What a hit hides, read from the pattern once plus the input at the offsets
+    /// where a literal may cross its end, is what searching at each of its bytes finds:
+    /// for every scan pattern of the built-in pack, followed by each rescan literal (or
+    /// by nothing, or by other text), and after other text.
+    #[test]
+    fn what_a_hit_hides_is_what_a_search_at_each_of_its_bytes_finds() {
+        let engine = crate::Engine::builtin();
+        let pre = engine.prefilter_for_tests();
+        let mut tails: Vec<String> = pre.rescan_literals.iter().map(|r| r[1.min(r.len())..].to_string()).collect();
+        tails.extend(pre.rescan_literals.iter().cloned());
+        tails.extend(["", " ", "xyz", ": x", "Error: y"].map(String::from));
+        let (mut compared, mut hiding) = (0, 0);
+        for (p, pattern) in pre.scan_patterns.iter().enumerate() {
+            for head in ["", "ab "] {
+                for tail in &tails {
+                    let text = format!("{head}{pattern}{tail}");
+                    let (b, at) = (text.as_bytes(), head.len());
+                    let mut fast = BTreeSet::new();
+                    pre.hidden_at(b, at, p, &mut |m| {
+                        fast.insert(m);
+                    })
+                    .expect("searches");
+                    let mut every = BTreeSet::new();
+                    for from in at..at + pattern.len() {
+                        pre.rescan_at(b, from, b.len(), &mut |m| {
+                            every.insert(m);
+                        })
+                        .expect("searches");
+                    }
+                    assert_eq!(fast, every, "{text:?} at {at}");
+                    compared += 1;
+                    hiding += usize::from(!every.is_empty());
+                }
+            }
+        }
+        assert!(compared > 10_000 && hiding > 1_000, "{compared} compared, {hiding} hiding something");
     }
 }
