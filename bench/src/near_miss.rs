@@ -15,7 +15,11 @@
 //! median 30.0 -> 44.6 MB/s, slowest 12.1 -> 15.8, under 20 MB/s 108 -> 1 to 7; 1 KiB
 //! lines median 17.9 -> 27.5, slowest 3.5 -> 8.4, under 20 MB/s 315 -> about 70 (a
 //! line's pool of 2,000 steps + 1 a byte, floods read by their marks, class fields and
-//! footers looked for only where their marks are). Wall time on a shared 2-core machine
+//! footers looked for only where their marks are); in a second session, against its
+//! start in one run, 1 KiB lines median 34.6 -> 40.6 MB/s, slowest 10.6 -> 16.7,
+//! under 20 MB/s 35 -> 15 (a lead's searcher built once, match texts hashed in place,
+//! what a pattern hides read once, plain shapes read without combinators, anchor hits
+//! sorted by the byte before them, plain words matched in a loop). Wall time on a shared 2-core machine
 //! varies by a fifth between single runs: compare instruction counts
 //! (`valgrind --tool=cachegrind --cache-sim=no`) when a change is small.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the

@@ -152,9 +152,9 @@ pub fn shape(i: &str) -> IResult<&str, Vec<Dim>> {
     // A bracket the grammar cannot close: only its `[...]` form begins with one, and
     // that form holds nothing but dimensions, separators and blanks before its `]`.
     // Near misses cut a shape short (`[4, 3, 224 While ...`): no combinators for them.
-    if i.starts_with('[') {
+    if let Some(body) = i.strip_prefix('[') {
         let inside = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | ',' | ' ' | '\t' | '\r' | '\n');
-        if i[1..].chars().find(|&c| !inside(c)) != Some(']') {
+        if body.chars().find(|&c| !inside(c)) != Some(']') {
             return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Char)));
         }
     }

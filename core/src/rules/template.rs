@@ -94,7 +94,9 @@ pub(crate) const ATTEMPT_STEPS: u64 = 64;
 /// long message's (a multi-line template, a many-optional one) draws on its log's
 /// [`RESERVE_STEPS`] once its line's pool is spent. It was a whole attempt's budget
 /// (20,000) per line: a kilobyte line of near misses spent 22 steps a byte, and the
-/// worst template ran at 3.5 MB/s.
+/// worst template ran at 3.5 MB/s. 1,000 is too few: a short `RuntimeError: cuDNN
+/// error: CUDNN_STATUS_...` line is about 27 attempts of [`ATTEMPT_STEPS`] each, 1,900
+/// steps, and 3,000 such tracebacks drained the log's reserve and lost matches.
 pub(crate) const LINE_STEPS: u64 = 2_000;
 
 /// Steps one log's attempts may take beyond their lines' pools, drawn once a line's own
