@@ -220,12 +220,11 @@ impl Prefilter {
             .build(&needles)
             .expect("literals: the automaton always builds");
         let rescan_literals: Vec<String> = structural.iter().chain(&needles).cloned().collect();
-        let rescan_patterns: Vec<&str> = rescan_literals.iter().map(String::as_str).collect();
-        let rescan_max = rescan_patterns.iter().map(|p| p.len()).max().unwrap_or(0);
+        let rescan_max = rescan_literals.iter().map(String::len).max().unwrap_or(0);
         let rescan_ac = AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .start_kind(aho_corasick::StartKind::Anchored)
-            .build(&rescan_patterns)
+            .build(&rescan_literals)
             .expect("literals: the automaton always builds");
         Prefilter {
             anchors_ac,
@@ -471,9 +470,9 @@ impl Trigger for Scan<'_> {
     fn rescan(&self, raw: &[u8], hits: &[(usize, Option<usize>)], base: usize, seen: &mut [bool]) -> bool {
         let pre = self.prefilter;
         // The scan is leftmost-longest, so a literal it hid starts inside a reported
-        // anchor: try an anchored search at each byte of each failed anchor (a few
-        // transitions each) instead of searching the line (a quarter of all scan time on
-        // generated training logs, where common words are anchors).
+        // anchor: what each failed anchor hides (`Prefilter::hidden_at`), not a search
+        // of the line (a quarter of all scan time on generated training logs, where
+        // common words are anchors).
         let mut found = false;
         for (off, p) in hits.iter().filter_map(|&(off, p)| Some((off - base, p?))) {
             let searched = pre.hidden_at(raw, off, p, &mut |m| match m.checked_sub(pre.n_structural) {
