@@ -2,6 +2,7 @@
 //!
 //! - [`spec`]: the rule and data file format, as serde types;
 //! - [`pack`]: rule and data files compiled and validated (located errors);
+//! - [`precompiled`]: the built-in pack's files decoded ahead of time, as JSON;
 //! - [`facts`]: the keys the engine provides to rule text and conditions;
 //! - [`template`]: the message template language and its bounded matcher;
 //! - [`prefilter`]: the literal scan that decides where templates are tried;
@@ -18,6 +19,7 @@ pub(crate) mod facts;
 pub(crate) mod ints;
 pub(crate) mod matching;
 pub(crate) mod pack;
+pub(crate) mod precompiled;
 pub(crate) mod prefilter;
 pub(crate) mod spec;
 pub(crate) mod template;

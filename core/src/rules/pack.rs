@@ -14,8 +14,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
+use super::precompiled::{self, Decoded};
 use super::spec::{CodesFile, FamiliesFile, FamilySpec, IngestFile, NoticesFile, OpSpec, OpsFile, RuleSpec};
 use super::template::{Kind, Template};
 use crate::report::Evidence;
@@ -428,19 +428,13 @@ fn decode<T: DeserializeOwned>(json: &str) -> Result<T, (String, Vec<PathSeg>)> 
     })
 }
 
-/// Decodes a precompiled file, which was checked when it was made: a failure only
-/// says the pack must be compiled from its TOML instead (where errors are located),
-/// so no path is tracked. Natively that is plain `serde_json` (the builtin pack loads
-/// in 10.1 ms instead of 11.8); the `.wasm` keeps the one deserializer [`decode`]
-/// instantiates (each one more is tens of KB of the module).
-#[cfg(not(target_arch = "wasm32"))]
-fn decode_known<T: DeserializeOwned>(json: &str) -> Option<T> {
-    serde_json::from_str(json).ok()
-}
-
-/// See the native [`decode_known`].
+/// Decodes a precompiled file in the `.wasm`, which was checked when it was made: a
+/// failure only says the pack must be compiled from its TOML instead, so the path
+/// [`decode`] tracks is dropped. The `.wasm` keeps the one deserializer [`decode`]
+/// instantiates (each one more is tens of KB of the module); natively the files are
+/// decoded as they are read ([`super::precompiled`]).
 #[cfg(target_arch = "wasm32")]
-fn decode_known<T: DeserializeOwned>(json: &str) -> Option<T> {
+pub(crate) fn decode_known<T: DeserializeOwned>(json: &str) -> Option<T> {
     decode(json).ok()
 }
 
@@ -610,24 +604,6 @@ pub struct Pack {
     codes: CodesFile,
 }
 
-/// A pack decoded ahead of time, as JSON: every file of the pack by name, in source
-/// order, each TOML document as JSON (written by the `torchdx-rules` build script).
-/// serde_json decodes it about three times faster than the TOML parses, and the TOML
-/// is still what rule authors write and what errors point into. Each file's value is
-/// kept raw until its name says what it is.
-#[derive(Deserialize)]
-struct Precompiled<'a> {
-    #[serde(borrow)]
-    files: Vec<PrecompiledFile<'a>>,
-}
-
-#[derive(Deserialize)]
-struct PrecompiledFile<'a> {
-    name: String,
-    #[serde(borrow)]
-    value: &'a serde_json::value::RawValue,
-}
-
 /// Text with every run of whitespace one space.
 fn normalize_space(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -698,46 +674,42 @@ impl Pack {
         }
     }
 
-    /// The pack from its precompiled form (every file's TOML as JSON) and the files it was made
-    /// from: the same pack [`Pack::new`] makes of `sources`, without parsing TOML. `None`
-    /// when the two disagree (a file added, removed or renamed since, a value that does
-    /// not decode), so the caller can fall back to [`Pack::new`] and its located error.
+    /// The pack from its precompiled form (every file's TOML as JSON, see
+    /// [`super::precompiled`]) and the files it was made from: the same pack
+    /// [`Pack::new`] makes of `sources`, without parsing TOML. `None` when the two
+    /// disagree (a file added, removed or renamed since, a value that does not decode),
+    /// so the caller can fall back to [`Pack::new`] and its located error.
     pub fn from_precompiled(sources: &[RuleSource<'_>], json: &str) -> Option<Pack> {
-        let pre: Precompiled<'_> = serde_json::from_str(json).ok()?;
-        if pre.files.len() != sources.len() || sources.iter().zip(&pre.files).any(|(s, f)| s.name != f.name) {
+        let files = precompiled::files(json)?;
+        if files.len() != sources.len() || sources.iter().zip(&files).any(|(s, f)| s.name != f.name) {
             return None;
         }
-        Pack::decode(
-            pre.files
-                .iter()
-                .map(|f| (f.name.as_str(), f.value.get(), sources.iter().find(|s| s.name == f.name).map(|s| s.text))),
-        )
+        Pack::decode(files, |name| sources.iter().find(|s| s.name == name).map(|s| s.text))
     }
 
     /// The pack from its precompiled form alone (the WASM engine, which downloads no
     /// TOML): rules carry no source text, so a problem found later points at line 1.
     pub fn from_precompiled_json(json: &str) -> Option<Pack> {
-        let pre: Precompiled<'_> = serde_json::from_str(json).ok()?;
-        Pack::decode(pre.files.iter().map(|f| (f.name.as_str(), f.value.get(), None)))
+        Pack::decode(precompiled::files(json)?, |_| None)
     }
 
-    fn decode<'a>(files: impl Iterator<Item = (&'a str, &'a str, Option<&'a str>)> + Clone) -> Option<Pack> {
+    /// Data files first, whatever their place: rules are compiled against the families.
+    fn decode<'t>(files: Vec<precompiled::File>, text: impl Fn(&str) -> Option<&'t str>) -> Option<Pack> {
         let mut pack = Pack::default();
-        for (name, json, _) in files.clone() {
-            match source_kind(name) {
-                SourceKind::Rule => {}
-                SourceKind::Ops => pack.add_ops(decode_known(json)?),
-                SourceKind::Families => pack.add_families(decode_known(json)?),
-                SourceKind::Notices => pack.add_notices(decode_known(json)?),
-                SourceKind::Ingest => pack.add_ingest(decode_known(json)?),
-                SourceKind::Codes => pack.add_codes(decode_known(json)?),
-                SourceKind::UnknownData => return None,
+        let mut rules = Vec::new();
+        for f in files {
+            match f.value {
+                Decoded::Rule(spec) => rules.push((f.name, spec)),
+                Decoded::Ops(v) => pack.add_ops(v),
+                Decoded::Families(v) => pack.add_families(v),
+                Decoded::Notices(v) => pack.add_notices(v),
+                Decoded::Ingest(v) => pack.add_ingest(v),
+                Decoded::Codes(v) => pack.add_codes(v),
             }
         }
-        for (name, json, text) in files.filter(|(n, _, _)| source_kind(n) == SourceKind::Rule) {
-            let src = RuleSource { name, text: text.unwrap_or("") };
-            let spec: RuleSpec = decode_known(json)?;
-            let rule = compile_spec(src, spec, &pack.families).ok()?;
+        for (name, spec) in rules {
+            let src = RuleSource { name: &name, text: text(&name).unwrap_or("") };
+            let rule = compile_spec(src, *spec, &pack.families).ok()?;
             pack.insert(&src, rule).ok()?;
         }
         pack.settle_entries();
