@@ -380,7 +380,8 @@ mod tests {
 
     /// The scan switches to its DFA once the engine has read `DFA_AFTER` bytes in all,
     /// over many small diagnoses as over one big one (an embedder diagnosing pastes
-    /// one after another pays for the DFA once), and not before.
+    /// one after another pays for the DFA once), and not before; the anchors' search
+    /// over kept lines switches with it, and the report stays the same.
     #[test]
     fn the_scan_dfa_is_built_once_the_engine_has_read_enough_in_all() {
         let engine = Engine::builtin();
@@ -393,8 +394,15 @@ mod tests {
         let _ = engine.diagnose(&paste);
         let _ = engine.diagnose(&paste);
         assert!(engine.prefilter.has_dfa(), "past the switch the scan uses its DFA");
+        // A run with a traceback, whose kept lines are searched for anchors: the same
+        // report from a fresh engine's NFAs and from the DFAs.
+        let log = format!("{paste}{}", include_str!("../../examples/device-mismatch.log"));
         let fresh = Engine::builtin();
-        assert!(!fresh.prefilter.has_dfa());
+        let before = fresh.diagnose(&log).to_json();
+        assert!(!fresh.prefilter.has_dfa() && !fresh.prefilter.has_anchors_dfa());
+        let after = engine.diagnose(&log).to_json();
+        assert!(engine.prefilter.has_anchors_dfa(), "past the switch kept lines are searched with a DFA");
+        assert_eq!(before, after, "both automata find the same");
     }
 
     #[test]

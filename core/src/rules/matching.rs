@@ -458,7 +458,7 @@ fn match_events(
         // is never asked about again (a start walks back at most a wrapped line or
         // two), so it goes, and the records stay as small as a few lines' hits.
         let mut floor = 0;
-        for hit in pre.anchors_ac.find_overlapping_iter(hay) {
+        for hit in pre.anchors().find_overlapping_iter(hay) {
             let line = line_of(starts, hit.start());
             if line > floor + 2 * BUDGET_LINES {
                 floor = line - BUDGET_LINES;
