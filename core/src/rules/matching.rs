@@ -317,6 +317,8 @@ struct Budget {
     /// Steps the log lends an attempt once its line's pool is spent
     /// ([`super::template::RESERVE_STEPS`]).
     reserve: u64,
+    /// The line up to which the reserve was refilled ([`super::template::REFILL_STEPS`]).
+    refilled: usize,
 }
 
 impl Budget {
@@ -358,7 +360,13 @@ fn match_events(
     let lines = LineIndex::new(tbs, starts.len());
     // `anchor_line` is the line of `anchor_pos`, found once per hit by its caller.
     let mut try_at = |a: &Anchored, anchor_pos: usize, anchor_line: usize, cands: &mut Vec<Event>, b: &mut Budget| {
-        let Budget { tried, pools, attempts, reserve } = b;
+        let Budget { tried, pools, attempts, reserve, refilled } = b;
+        // Every line up to this one gives back to the reserve.
+        if anchor_line > *refilled {
+            let back = super::template::REFILL_STEPS.saturating_mul((anchor_line - *refilled) as u64);
+            *reserve = reserve.saturating_add(back).min(super::template::RESERVE_STEPS);
+            *refilled = anchor_line;
+        }
         let rule: &Rule = &rules[a.rule];
         let t = &rule.templates[a.template];
         // A second anchor only matters where a wrap may have split the first.

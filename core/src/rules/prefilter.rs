@@ -459,7 +459,10 @@ impl Trigger for Scan<'_> {
     /// whole pool), so judging may stop sooner than matching: a line that exhausts it
     /// is one of near misses built to cost time, or one whose many attempts at a word
     /// dozens of messages share mostly end in a match anyway. Both passes spent a whole
-    /// pool on such lines, half the time of the slowest near misses.
+    /// pool on such lines, half the time of the slowest near misses. Not a quarter: a
+    /// kept line can still change the report (the fallback rule reads kept lines), and
+    /// with a quarter the heartbeat-monitor message, a near miss `nccl-watchdog-timeout`
+    /// carries as an example, was kept and reported as a cut traceback.
     fn line_pool(&self, len: usize) -> u64 {
         super::template::step_pool(len) / 2
     }

@@ -95,14 +95,24 @@ pub(crate) const ATTEMPT_STEPS: u64 = 64;
 /// long message's (a multi-line template, a many-optional one) draws on its log's
 /// [`RESERVE_STEPS`] once its line's pool is spent. It was a whole attempt's budget
 /// (20,000) per line: a kilobyte line of near misses spent 22 steps a byte, and the
-/// worst template ran at 3.5 MB/s. 1,000 is too few: a short `RuntimeError: cuDNN
-/// error: CUDNN_STATUS_...` line is about 27 attempts of [`ATTEMPT_STEPS`] each, 1,900
-/// steps, and 3,000 such tracebacks drained the log's reserve and lost matches.
-pub(crate) const LINE_STEPS: u64 = 2_000;
+/// worst template ran at 3.5 MB/s; then 2,000, when kilobyte lines of near misses
+/// still spent three steps a byte and the slowest templates ran at 13-16 MB/s. A short
+/// `RuntimeError: cuDNN error: CUDNN_STATUS_...` line is about 27 attempts of
+/// [`ATTEMPT_STEPS`] each, 1,900 steps: with 800 its excess, about 1,050, comes from
+/// the reserve, which the four lines of its traceback refill ([`REFILL_STEPS`]).
+pub(crate) const LINE_STEPS: u64 = 800;
 
 /// Steps one log's attempts may take beyond their lines' pools, drawn once a line's own
-/// pool is spent: what the longest real messages need, never more than this per log.
+/// pool is spent: what the longest real messages need, never more than this at once.
 pub(crate) const RESERVE_STEPS: u64 = 200_000;
+
+/// Steps each line of a stream gives back to the reserve, up to [`RESERVE_STEPS`]: a
+/// flood of messages that each need more than their line's pool (3,000 four-line
+/// tracebacks of the cuDNN line above, a test, need 264 a line) is read in full, while
+/// lines that all spend their pool and the reserve get this much more each, not more.
+/// Kilobyte lines of near misses: at most 2,124 steps a line instead of 3,024, and 912
+/// instead of 1,512 in the front end's judging (half a pool).
+pub(crate) const REFILL_STEPS: u64 = 300;
 
 /// A step pool for the attempts over one text: [`LINE_STEPS`] plus [`STEPS_PER_BYTE`]
 /// per byte.
