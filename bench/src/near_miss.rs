@@ -19,7 +19,9 @@
 //! start in one run, 1 KiB lines median 34.6 -> 40.6 MB/s, slowest 10.6 -> 16.7,
 //! under 20 MB/s 35 -> 15 (a lead's searcher built once, match texts hashed in place,
 //! what a pattern hides read once, plain shapes read without combinators, anchor hits
-//! sorted by the byte before them, plain words matched in a loop). Wall time on a shared 2-core machine
+//! sorted by the byte before them, plain words matched in a loop); in a third, 1 KiB
+//! lines median 34.9 -> 37.4, slowest 15.2 -> 18.5, under 20 MB/s 22 -> 3 (a line's
+//! pool of 800 steps + 1 a byte, and 300 a line back to the log's reserve). Wall time on a shared 2-core machine
 //! varies by a fifth between single runs: compare instruction counts
 //! (`valgrind --tool=cachegrind --cache-sim=no`) when a change is small.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the

@@ -55,8 +55,9 @@
 //! its diagnoses, then a DFA (7-8 ms to build, 1.4x faster per byte), built once per
 //! engine: the engine's only cache, shared safely across threads, and it changes speed,
 //! never a report. A service that diagnoses many small pastes gets the DFA after its
-//! first 2 MB, not never. `Engine::builtin` takes about 10 ms: decoding the precompiled
-//! JSON (`torchdx-rules`) is about 45% of it, building the prefilter's automata 30%.
+//! first 2 MB, not never. `Engine::builtin` takes about 9 ms: building the prefilter's
+//! automata is about 40% of it, decoding the precompiled JSON (`torchdx-rules`, each
+//! file decoded as it is read) a third, compiling the templates a fifth.
 //! `bench/run.sh` measures end-to-end speed against `rg -F` and `wc -l`.
 //!
 //! # Untrusted input
