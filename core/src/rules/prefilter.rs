@@ -156,23 +156,22 @@ pub(crate) struct Scan<'a> {
 
 /// The anchors' automaton: standard match semantics, for overlapping searches.
 fn anchors_automaton(patterns: &[String], kind: AhoCorasickKind) -> AhoCorasick {
-    AhoCorasickBuilder::new()
-        .match_kind(MatchKind::Standard)
-        .kind(Some(kind))
-        .dense_depth(DENSE_DEPTH)
-        .build(patterns)
-        .expect("anchors are short literals: the automaton always builds")
+    automaton(patterns, MatchKind::Standard, kind)
 }
 
 /// The scan's automaton: leftmost-longest and non-overlapping (see [`Prefilter::scan`]
 /// for why no anchor is lost).
 fn scan_automaton(patterns: &[String], kind: AhoCorasickKind) -> AhoCorasick {
+    automaton(patterns, MatchKind::LeftmostLongest, kind)
+}
+
+fn automaton(patterns: &[String], match_kind: MatchKind, kind: AhoCorasickKind) -> AhoCorasick {
     AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
+        .match_kind(match_kind)
         .kind(Some(kind))
         .dense_depth(DENSE_DEPTH)
         .build(patterns)
-        .expect("literals: the automaton always builds")
+        .expect("short literals: the automaton always builds")
 }
 
 impl Prefilter {
