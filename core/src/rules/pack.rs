@@ -674,8 +674,8 @@ impl Pack {
         }
     }
 
-    /// The pack from its precompiled form (every file's TOML as JSON, see
-    /// [`super::precompiled`]) and the files it was made from: the same pack
+    /// The pack from its precompiled form (every file's TOML as JSON, written by the
+    /// `torchdx-rules` build script) and the files it was made from: the same pack
     /// [`Pack::new`] makes of `sources`, without parsing TOML. `None` when the two
     /// disagree (a file added, removed or renamed since, a value that does not decode),
     /// so the caller can fall back to [`Pack::new`] and its located error.
