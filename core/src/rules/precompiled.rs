@@ -11,7 +11,7 @@
 //! The `.wasm` keeps that second pass: there every decoder instantiated once more costs
 //! tens of KB of the module, and the raw pass reuses the one [`super::pack`] has.
 
-use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::pack::{source_kind, SourceKind};
@@ -105,12 +105,12 @@ impl<'de> Visitor<'de> for FileVisitor {
             return Err(A::Error::custom("a precompiled file's name is followed by its value"));
         }
         let value = match source_kind(&name) {
-            SourceKind::Rule => Decoded::Rule(next(&mut map)?),
-            SourceKind::Ops => Decoded::Ops(next(&mut map)?),
-            SourceKind::Families => Decoded::Families(next(&mut map)?),
-            SourceKind::Notices => Decoded::Notices(next(&mut map)?),
-            SourceKind::Ingest => Decoded::Ingest(next(&mut map)?),
-            SourceKind::Codes => Decoded::Codes(next(&mut map)?),
+            SourceKind::Rule => Decoded::Rule(map.next_value()?),
+            SourceKind::Ops => Decoded::Ops(map.next_value()?),
+            SourceKind::Families => Decoded::Families(map.next_value()?),
+            SourceKind::Notices => Decoded::Notices(map.next_value()?),
+            SourceKind::Ingest => Decoded::Ingest(map.next_value()?),
+            SourceKind::Codes => Decoded::Codes(map.next_value()?),
             SourceKind::UnknownData => return Err(A::Error::custom("a data file of no known kind")),
         };
         if map.next_key::<&str>()?.is_some() {
@@ -118,10 +118,6 @@ impl<'de> Visitor<'de> for FileVisitor {
         }
         Ok(File { name, value })
     }
-}
-
-fn next<'de, A: MapAccess<'de>, T: DeserializeOwned>(map: &mut A) -> Result<T, A::Error> {
-    map.next_value()
 }
 
 #[cfg(test)]
