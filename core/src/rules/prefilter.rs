@@ -117,6 +117,8 @@ pub(crate) struct Prefilter {
     needle_alias: Vec<Option<usize>>,
     /// The needles alone, searched overlapping on kept lines.
     needle_ac: AhoCorasick,
+    /// The same as a DFA, once the scan has switched to its own ([`Prefilter::needle_automaton`]).
+    needle_dfa: OnceLock<AhoCorasick>,
     /// Structural literals then needles, searched overlapping on a line whose anchor
     /// hits failed (the scan's leftmost-longest match may have hidden one).
     rescan_ac: AhoCorasick,
@@ -251,6 +253,7 @@ impl Prefilter {
             n_triggers,
             needle_alias,
             needle_ac,
+            needle_dfa: OnceLock::new(),
             rescan_max,
             anchor_max: patterns.iter().map(String::len).max().unwrap_or(0),
             anchor_patterns: patterns,
@@ -348,6 +351,22 @@ impl Prefilter {
         }
     }
 
+    /// The needles' automaton for kept lines, switched to a DFA with the anchors'
+    /// (every kept byte is searched for needles: on kilobyte lines of near misses the
+    /// NFA's overlapping search was a tenth of the time, 48 instructions a byte).
+    fn needle_automaton(&self) -> &AhoCorasick {
+        if self.scanned.0.load(Ordering::Relaxed) > DFA_AFTER {
+            self.needle_dfa.get_or_init(|| {
+                AhoCorasickBuilder::new()
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(&self.needles)
+                    .expect("literals: the automaton always builds")
+            })
+        } else {
+            &self.needle_ac
+        }
+    }
+
     /// Whether the anchors' DFA was built.
     #[cfg(test)]
     pub(crate) fn has_anchors_dfa(&self) -> bool {
@@ -367,7 +386,7 @@ impl Prefilter {
     /// Marks the needles in `text` seen (overlapping: the raw scan is not, so a needle
     /// inside a longer literal can be missed there).
     pub(crate) fn mark_needles(&self, text: &str, seen: &mut [bool]) {
-        for m in self.needle_ac.find_overlapping_iter(text) {
+        for m in self.needle_automaton().find_overlapping_iter(text) {
             seen[m.pattern().as_usize()] = true;
         }
     }
@@ -453,17 +472,16 @@ impl Trigger for Scan<'_> {
         std::str::from_utf8(raw).ok()
     }
 
-    /// Half the matcher's pool for the same line. A spent pool answers "keep the line",
-    /// which can never lose a match (the matcher reads every kept line with its own,
-    /// whole pool), so judging may stop sooner than matching: a line that exhausts it
-    /// is one of near misses built to cost time, or one whose many attempts at a word
-    /// dozens of messages share mostly end in a match anyway. Both passes spent a whole
-    /// pool on such lines, half the time of the slowest near misses. Not a quarter: a
-    /// kept line can still change the report (the fallback rule reads kept lines), and
-    /// with a quarter the heartbeat-monitor message, a near miss `nccl-watchdog-timeout`
-    /// carries as an example, was kept and reported as a cut traceback.
+    /// The matcher's pool for the same line. A spent pool answers "keep the line", which
+    /// can never lose a match (the matcher reads every kept line with its own, whole
+    /// pool). Judging had half the pool while the matcher had a step a byte; with a step
+    /// per four bytes ([`super::template::BYTES_PER_STEP`]) half was too little: a kept
+    /// line can still change the report (the fallback rule reads kept lines), and the
+    /// heartbeat-monitor message, a near miss `nccl-watchdog-timeout` carries as an
+    /// example, was kept and reported as a cut traceback, as with a quarter of the old
+    /// pool.
     fn line_pool(&self, len: usize) -> u64 {
-        super::template::step_pool(len) / 2
+        super::template::step_pool(len)
     }
 
     fn could_match(&self, text: &str, at: usize, pattern: usize, pool: &mut u64) -> bool {
@@ -489,7 +507,7 @@ impl Trigger for Scan<'_> {
     }
 
     fn mark_needles(&self, bytes: &[u8], seen: &mut [bool]) {
-        for m in self.prefilter.needle_ac.find_overlapping_iter(bytes) {
+        for m in self.prefilter.needle_automaton().find_overlapping_iter(bytes) {
             if let Some(s) = seen.get_mut(m.pattern().as_usize()) {
                 *s = true;
             }

@@ -76,12 +76,15 @@ const MIN_LEAD_STOP: usize = 10;
 /// A matcher's lead when its entry has none.
 static NO_LEAD: LeadStop = LeadStop(None);
 
-/// Steps a line may spend on template attempts, per byte of it, beyond [`LINE_STEPS`]:
+/// Bytes of a line that buy one more step for its attempts, beyond [`LINE_STEPS`]:
 /// near misses repeated along a long line cannot each spend a whole budget (work per
 /// input byte stays bounded, not only work per attempt). A step costs about 150
-/// instructions, so two a byte held the device-side-assert near misses to 12 MB/s;
-/// one a byte, 1.36 -> 0.88 billion instructions a megabyte of them.
-pub(crate) const STEPS_PER_BYTE: u64 = 1;
+/// instructions, so two steps a byte held the device-side-assert near misses to 12
+/// MB/s; one a byte, 1.36 -> 0.88 billion instructions a megabyte of them; one per four
+/// bytes, 0.65 -> 0.44 billion for the CLI on a megabyte of them (64 KiB lines). A real
+/// message matches in a step per word or two, and a line that needs more draws on the
+/// log's [`RESERVE_STEPS`].
+pub(crate) const BYTES_PER_STEP: u64 = 4;
 
 /// Steps an attempt costs its pool before it runs: walking back over its leading words
 /// and setting up the matcher is work too. Without it, attempts that fail in a few
@@ -90,8 +93,8 @@ pub(crate) const STEPS_PER_BYTE: u64 = 1;
 /// and the worst template ran at 5 MB/s. Ordinary lines make a few attempts each.
 pub(crate) const ATTEMPT_STEPS: u64 = 64;
 
-/// Steps the attempts starting on one line may take whatever its length, beyond
-/// [`STEPS_PER_BYTE`] per byte. An ordinary match takes tens to hundreds of steps; a
+/// Steps the attempts starting on one line may take whatever its length, beyond one
+/// per [`BYTES_PER_STEP`] bytes. An ordinary match takes tens to hundreds of steps; a
 /// long message's (a multi-line template, a many-optional one) draws on its log's
 /// [`RESERVE_STEPS`] once its line's pool is spent. It was a whole attempt's budget
 /// (20,000) per line: a kilobyte line of near misses spent 22 steps a byte, and the
@@ -110,14 +113,15 @@ pub(crate) const RESERVE_STEPS: u64 = 200_000;
 /// flood of messages that each need more than their line's pool (3,000 four-line
 /// tracebacks of the cuDNN line above, a test, need 264 a line) is read in full, while
 /// lines that all spend their pool and the reserve get this much more each, not more.
-/// Kilobyte lines of near misses: at most 2,124 steps a line instead of 3,024, and 912
-/// instead of 1,512 in the front end's judging (half a pool).
+/// Kilobyte lines of near misses: at most 1,356 steps a line (800 + 256 + 300; 3,024
+/// with the pools of 2,000 steps + 1 a byte and no refill), and 528 in the front end's
+/// judging (half a pool).
 pub(crate) const REFILL_STEPS: u64 = 300;
 
-/// A step pool for the attempts over one text: [`LINE_STEPS`] plus [`STEPS_PER_BYTE`]
-/// per byte.
+/// A step pool for the attempts over one text: [`LINE_STEPS`] plus one step per
+/// [`BYTES_PER_STEP`] bytes.
 pub(crate) fn step_pool(len: usize) -> u64 {
-    LINE_STEPS + STEPS_PER_BYTE * len as u64
+    LINE_STEPS + len as u64 / BYTES_PER_STEP
 }
 
 /// The pool of a lone attempt (a rule example, [`Template::match_at`]): one attempt's
@@ -893,7 +897,7 @@ impl Template {
         Some(Match {
             start,
             end,
-            captures: m.caps,
+            captures: m.captures(),
             literal_len: m.lit,
             truncated: true,
             head_missing: entry > 0,
@@ -918,7 +922,7 @@ impl Template {
                 start,
                 end,
                 folded: m.folded,
-                captures: m.caps,
+                captures: m.captures(),
                 literal_len: m.lit,
                 truncated: false,
                 head_missing: entry > 0,
@@ -1180,9 +1184,35 @@ impl Seen {
     }
 }
 
-struct Cont<'p> {
+/// What remains to match: pieces of the template (`'p`, as long as the template) and
+/// what follows them, on the stack of the walk (`'c`).
+struct Cont<'p, 'c> {
     seq: &'p [Piece],
-    next: Option<&'p Cont<'p>>,
+    next: Option<&'c Cont<'p, 'c>>,
+}
+
+/// A capture while an attempt runs: its name borrowed from the template and a text
+/// capture's value a span of the input, made a [`Capture`] once the whole match holds.
+/// Each try of a text capture whose rest matched built its name and trimmed value as
+/// strings, dropped again when the attempt failed later: a tenth of the instructions
+/// of near misses of long messages made of captures (collective mismatches).
+enum Slot<'h> {
+    Text { name: &'h str, list: bool, from: usize, to: usize, any: bool },
+    Value { name: std::borrow::Cow<'h, str>, list: bool, value: Value },
+}
+
+impl Slot<'_> {
+    fn capture(self, hay: &str) -> Capture {
+        match self {
+            Slot::Text { name, list, from, to, any } => {
+                let t = hay[from..to].trim();
+                // An `any` capture crosses lines: its value is one line of text.
+                let value = if any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
+                Capture::new(name, list, Value::String(value))
+            }
+            Slot::Value { name, list, value } => Capture { name: name.into_owned(), list, value },
+        }
+    }
 }
 
 struct Matcher<'h> {
@@ -1192,7 +1222,7 @@ struct Matcher<'h> {
     budget: u32,
     /// (piece, position) pairs that failed, once the attempt is past [`MEMO_AFTER`].
     failed: std::collections::HashSet<(usize, usize), super::ints::Ints>,
-    caps: Vec<Capture>,
+    caps: Vec<Slot<'h>>,
     /// Whether captures are recorded: a yes/no attempt ([`Template::could_match_at`])
     /// reads them without building their names and values.
     record: bool,
@@ -1253,6 +1283,12 @@ impl<'h> Matcher<'h> {
         m
     }
 
+    /// The captures of the match that held, in template order.
+    fn captures(&mut self) -> Vec<Capture> {
+        let hay = self.hay;
+        self.caps.drain(..).map(|c| c.capture(hay)).collect()
+    }
+
     fn out_of_steps(&self) -> bool {
         self.steps > self.budget
     }
@@ -1296,7 +1332,7 @@ impl<'h> Matcher<'h> {
     /// recursion's bookkeeping was a third of the time of near misses of one. A plain
     /// literal is one without a final `.` or `!`, which [`Matcher::step`] retries
     /// without its period where the rest fails; anything else is left to `run`.
-    fn run_plain(&mut self, cont: &Cont<'_>, mut pos: usize) -> Option<usize> {
+    fn run_plain(&mut self, cont: &Cont<'h, '_>, mut pos: usize) -> Option<usize> {
         if self.piecewise {
             return self.run(cont, pos);
         }
@@ -1346,7 +1382,7 @@ impl<'h> Matcher<'h> {
         r
     }
 
-    fn run(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
+    fn run(&mut self, cont: &Cont<'h, '_>, pos: usize) -> Option<usize> {
         self.steps += 1;
         if self.out_of_steps() {
             return None;
@@ -1376,7 +1412,7 @@ impl<'h> Matcher<'h> {
         r
     }
 
-    fn step(&mut self, cont: &Cont<'_>, pos: usize) -> Option<usize> {
+    fn step(&mut self, cont: &Cont<'h, '_>, pos: usize) -> Option<usize> {
         let Some((piece, rest)) = cont.seq.split_first() else {
             return match cont.next {
                 Some(n) => self.run(n, pos),
@@ -1450,7 +1486,7 @@ impl<'h> Matcher<'h> {
 
     /// A `Key=value, Key=value` list on one line, up to an unbalanced closing bracket:
     /// known keys fill their captures, others are skipped; at least one item.
-    fn fields(&mut self, specs: &[FieldSpec], next: &Cont<'_>, pos: usize) -> Option<usize> {
+    fn fields(&mut self, specs: &'h [FieldSpec], next: &Cont<'h, '_>, pos: usize) -> Option<usize> {
         let s = &self.hay[pos..];
         let b = s.as_bytes();
         let reach = floor_boundary(s, s.len().min(MAX_TEXT));
@@ -1487,9 +1523,9 @@ impl<'h> Matcher<'h> {
             if let Some(f) = specs.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
                 if let Some((rest, v, extra)) = parse_atom(f.kind, value) {
                     if rest.trim().is_empty() && self.record {
-                        self.caps.push(Capture::new(&f.name, f.list, v));
+                        self.caps.push(Slot::Value { name: f.name.as_str().into(), list: f.list, value: v });
                         if let (Some(v), Some(&(k, list))) = (extra, f.kind.derived().first()) {
-                            self.caps.push(Capture::new(&derived_key(k, &f.name), list, v));
+                            self.caps.push(Slot::Value { name: derived_key(k, &f.name).into(), list, value: v });
                         }
                     }
                 }
@@ -1514,7 +1550,7 @@ impl<'h> Matcher<'h> {
         r
     }
 
-    fn capture(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
+    fn capture(&mut self, kind: Kind, name: &'h str, list: bool, next: &Cont<'h, '_>, pos: usize) -> Option<usize> {
         if kind != Kind::Text && kind != Kind::Any {
             return self.atom(kind, name, list, next, pos);
         }
@@ -1544,10 +1580,19 @@ impl<'h> Matcher<'h> {
                 .unwrap_or(reach)
         };
         let body = &s[..floor_boundary(s, line_end)];
-        let ends = if cont_exhausted(next) {
-            // Nothing follows: the longest text.
-            body.char_indices().last().map(|(k, c)| vec![k + c.len_utf8()]).unwrap_or_default()
-        } else if self.every_end {
+        if cont_exhausted(next) {
+            // Nothing follows: the longest text, its one end found without walking its
+            // characters (`char_indices().last()` read all of them, up to MAX_TEXT, at
+            // every try: a fifth of the time of near misses ending in a text capture).
+            return match body.len() {
+                0 => None,
+                e => match self.text_end(kind, name, list, next, pos, e) {
+                    End::Matched(r) => Some(r),
+                    End::Next | End::Stop => None,
+                },
+            };
+        }
+        let ends = if self.every_end {
             body.char_indices().map(|(k, c)| k + c.len_utf8()).collect()
         } else {
             self.text_ends(body, pos, next)
@@ -1613,9 +1658,9 @@ impl<'h> Matcher<'h> {
     /// quote comes next (`named {?"}{text:param}{?"}, whose`).
     fn text_before_literal(
         &mut self,
-        name: &str,
+        name: &'h str,
         list: bool,
-        next: &Cont<'_>,
+        next: &Cont<'h, '_>,
         pos: usize,
         reach: usize,
         f: Firsts,
@@ -1677,7 +1722,7 @@ impl<'h> Matcher<'h> {
 
     /// One end tried for a text capture at `pos`: the text `hay[pos..pos + e]`, then
     /// the rest of the template.
-    fn text_end(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize, e: usize) -> End {
+    fn text_end(&mut self, kind: Kind, name: &'h str, list: bool, next: &Cont<'h, '_>, pos: usize, e: usize) -> End {
         self.steps += 1;
         if self.out_of_steps() {
             return End::Stop;
@@ -1691,11 +1736,8 @@ impl<'h> Matcher<'h> {
             if !self.record {
                 return End::Matched(r);
             }
-            let t = s.trim();
-            // An `any` capture crosses lines: its value is one line of text.
-            let value =
-                if kind == Kind::Any { t.split_whitespace().collect::<Vec<_>>().join(" ") } else { t.to_string() };
-            self.caps.insert(ncaps, Capture::new(name, list, Value::String(value)));
+            let slot = Slot::Text { name, list, from: pos, to: pos + e, any: kind == Kind::Any };
+            self.caps.insert(ncaps, slot);
             return End::Matched(r);
         }
         self.caps.truncate(ncaps);
@@ -1708,7 +1750,7 @@ impl<'h> Matcher<'h> {
     /// before it only the first end of each whitespace run (the others give the same
     /// value and the same position after the space); on a single line also the ends
     /// where the text may stop inside the literal. Otherwise every character end.
-    fn text_ends(&self, body: &str, pos: usize, next: &Cont<'_>) -> Vec<usize> {
+    fn text_ends(&self, body: &str, pos: usize, next: &Cont<'h, '_>) -> Vec<usize> {
         let Some((first, skip_ws, len)) = next_literal(next) else {
             return body.char_indices().map(|(k, c)| k + c.len_utf8()).collect();
         };
@@ -1740,7 +1782,7 @@ impl<'h> Matcher<'h> {
     }
 
     /// A typed atom, read through terminal hard wraps (`8x51` / `2` is `8x512`).
-    fn atom(&mut self, kind: Kind, name: &str, list: bool, next: &Cont<'_>, pos: usize) -> Option<usize> {
+    fn atom(&mut self, kind: Kind, name: &'h str, list: bool, next: &Cont<'h, '_>, pos: usize) -> Option<usize> {
         // Only numbers and devices are read through wraps: a word or path at a line's
         // end is far more often followed by a real next line than by its own tail.
         let numeric = matches!(kind, Kind::Int | Kind::Dim | Kind::Num | Kind::Shape | Kind::Size | Kind::Device);
@@ -1779,9 +1821,9 @@ impl<'h> Matcher<'h> {
         }
         let (rest, value, extra) = parse_atom(kind, s)?;
         if self.record {
-            self.caps.push(Capture::new(name, list, value));
+            self.caps.push(Slot::Value { name: name.into(), list, value });
             if let (Some(v), Some(&(key, list))) = (extra, kind.derived().first()) {
-                self.caps.push(Capture::new(&derived_key(key, name), list, v));
+                self.caps.push(Slot::Value { name: derived_key(key, name).into(), list, value: v });
             }
         }
         let consumed = s.len() - rest.len();
@@ -1844,14 +1886,16 @@ fn parse_atom(kind: Kind, s: &str) -> Option<(&str, Value, Option<Value>)> {
     })
 }
 
-/// Whether nothing remains to match after this point of the template.
 /// The literal that must come next (after optional whitespace): its first byte,
 /// whether whitespace is skipped first, and its length. `None` when something else comes
 /// next, or a literal that a message's end may drop entirely (`.`).
-fn next_literal(c: &Cont<'_>) -> Option<(u8, bool, usize)> {
+fn next_literal(c: &Cont<'_, '_>) -> Option<(u8, bool, usize)> {
     let (skip_ws, piece) = match c.seq {
         [Piece::Space, p, ..] => (true, p),
-        [Piece::Space] | [] => return None,
+        // The end of a group: what follows it (`{?... {any:types}})` ends where `)`
+        // can begin, not at every character up to MAX_TEXT).
+        [Piece::Space] => return next_literal(c.next?).map(|(b, _, len)| (b, true, len)),
+        [] => return next_literal(c.next?),
         [p, ..] => (false, p),
     };
     match piece {
@@ -1863,7 +1907,7 @@ fn next_literal(c: &Cont<'_>) -> Option<(u8, bool, usize)> {
 /// The bytes what follows a text capture can begin with: a literal's first byte, or an
 /// optional literal's and then the literal after it (at most two), each with whether
 /// whitespace may come before it. `None` when something else comes first.
-fn next_firsts(c: &Cont<'_>) -> Option<Firsts> {
+fn next_firsts(c: &Cont<'_, '_>) -> Option<Firsts> {
     let lit = |p: &Piece| match p {
         Piece::Lit(l) if !l.trim_end_matches(['.', '!']).is_empty() => Some(l.as_bytes()[0]).zip(Some(l.len())),
         _ => None,
@@ -1921,13 +1965,14 @@ impl Firsts {
     }
 }
 
-fn cont_exhausted(c: &Cont<'_>) -> bool {
+/// Whether nothing remains to match after this point of the template.
+fn cont_exhausted(c: &Cont<'_, '_>) -> bool {
     c.seq.is_empty() && c.next.is_none_or(cont_exhausted)
 }
 
 /// Whether what remains can match nothing at all (only whitespace and optional
 /// groups): a literal before it ends the message.
-fn cont_optional(c: &Cont<'_>) -> bool {
+fn cont_optional(c: &Cont<'_, '_>) -> bool {
     c.seq.iter().all(|p| matches!(p, Piece::Space | Piece::Opt(_))) && c.next.is_none_or(cont_optional)
 }
 
@@ -2284,7 +2329,7 @@ mod tests {
                         m.lead = &t.entries[0].lead_text;
                         let cont = Cont { seq: &t.pieces, next: None };
                         let end = m.run(&cont, 0);
-                        let caps: Vec<(String, Value)> = m.caps.into_iter().map(|c| (c.name, c.value)).collect();
+                        let caps: Vec<(String, Value)> = m.captures().into_iter().map(|c| (c.name, c.value)).collect();
                         ((end, caps), (m.steps, m.lit, m.reached, m.folded))
                     };
                     let (lazy, spent) = run(false, false);
