@@ -1243,12 +1243,14 @@ struct Matcher<'h> {
     /// Match every piece through [`Matcher::run`]: the reference the tests hold
     /// [`Matcher::run_plain`] to (the same result in the same steps).
     piecewise: bool,
-    /// The message's own leading words (empty: none long enough). A `text` capture
-    /// ends before they recur: the parameter name of `size mismatch for {text:param}:`
-    /// never holds `size mismatch for`, and where it seems to, the line is several
-    /// messages glued (a one-line paste of every rank's report) or near misses
-    /// repeated to cost time, where each try would otherwise read on through every
-    /// repeat of the message within the capture's reach.
+    /// The message's own leading words (empty: none long enough). A `text` or `any`
+    /// capture ends before they recur: the parameter name of `size mismatch for
+    /// {text:param}:` never holds `size mismatch for`, and where it seems to, the line
+    /// is several messages glued (a one-line paste of every rank's report) or near
+    /// misses repeated to cost time, where each try would otherwise read on through
+    /// every repeat of the message within the capture's reach (an `any` capture did, to
+    /// each `)` of every collective mismatch along a line; it stops so on its first line
+    /// only, see [`Matcher::capture`]).
     lead: &'h LeadStop,
     /// What [`Matcher::lead_stop`] has read.
     lead_seen: Option<Seen>,
@@ -1559,8 +1561,16 @@ impl<'h> Matcher<'h> {
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
         let mut reach = floor_boundary(s, s.len().min(MAX_TEXT));
-        if kind == Kind::Text && self.lead.0.is_some() && reach > 1 {
-            if let Some(at) = self.lead_stop(pos + 1, pos + reach) {
+        if self.lead.0.is_some() && reach > 1 {
+            // An `any` capture stops only where the lead recurs on its first line (glued
+            // reports, near misses along a line): on later lines it may be quoted (pip's
+            // `× Getting requirements to build wheel did not run successfully` inside the
+            // output after `Getting requirements to build wheel ... error`).
+            let limit = match kind {
+                Kind::Any => memchr::memchr(b'\n', &s.as_bytes()[..reach]).unwrap_or(reach),
+                _ => reach,
+            };
+            if let Some(at) = self.lead_stop(pos + 1, pos + limit.max(1)) {
                 reach = at - pos;
             }
         }
@@ -2227,6 +2237,33 @@ mod tests {
         // Without the stop, the first attempt above would have captured across both.
         let glued = "size mismatch for fc.weight: copying a param with size mismatch for fc.bias: copying a param with shape [3]";
         assert_eq!(text(glued), None);
+    }
+
+    /// An `any` capture stops there too, though it crosses lines: two collective
+    /// mismatches glued on one line are two reports, and the first one's types never
+    /// hold the second message.
+    #[test]
+    fn an_any_capture_does_not_run_into_its_own_message_again() {
+        let t = Template::parse("Detected mismatch between collectives on ranks. Rank {int:rank} types={any:types}).")
+            .unwrap();
+        let types = |hay: &str| {
+            t.match_at(hay, 0).and_then(|m| m.captures.into_iter().find(|c| c.name == "types")).map(|c| c.value)
+        };
+        let one =
+            "Detected mismatch between collectives on ranks. Rank 1 types=TensorOptions(dtype=float\n  device=cuda)).";
+        assert_eq!(types(one), Some(Value::String("TensorOptions(dtype=float device=cuda)".into())));
+        // The first report lost its final `).`: it fails rather than reading on into the
+        // second, which matches where it begins.
+        let glued = "Detected mismatch between collectives on ranks. Rank 1 types=float) Detected mismatch between collectives on ranks. Rank 2 types=half).";
+        assert_eq!(types(glued), None);
+        let second = glued.rfind("Detected").unwrap();
+        assert_eq!(types(&glued[second..]), Some(Value::String("half".into())));
+        // On a later line the message's words may be quoted: the capture holds them.
+        let quoted = "Detected mismatch between collectives on ranks. Rank 1 types=float\n  (Detected mismatch between collectives on ranks before)).";
+        assert_eq!(
+            types(quoted),
+            Some(Value::String("float (Detected mismatch between collectives on ranks before)".into()))
+        );
     }
 
     /// What one search read answers the next from further on: a stop already seen, or
