@@ -21,8 +21,11 @@
 //! what a pattern hides read once, plain shapes read without combinators, anchor hits
 //! sorted by the byte before them, plain words matched in a loop); in a third, 1 KiB
 //! lines median 34.9 -> 37.4, slowest 15.2 -> 18.5, under 20 MB/s 22 -> 3 (a line's
-//! pool of 800 steps + 1 a byte, and 300 a line back to the log's reserve). Wall time on a shared 2-core machine
-//! varies by a fifth between single runs: compare instruction counts
+//! pool of 800 steps + 1 a byte, and 300 a line back to the log's reserve); in a
+//! fourth, against e3ef0d5 in one run, 1 KiB lines median 39.3 -> 43.5, slowest 20.1
+//! -> 22.9, 64 KiB lines median 54.4 -> 64.4, slowest 28.5 -> 33.2 (a step per 4
+//! bytes, captures kept as spans until a match holds). Wall time on a shared 2-core
+//! machine varies by a fifth between single runs: compare instruction counts
 //! (`valgrind --tool=cachegrind --cache-sim=no`) when a change is small.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the
 //! measure of how far that is.
