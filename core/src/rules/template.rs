@@ -114,8 +114,8 @@ pub(crate) const RESERVE_STEPS: u64 = 200_000;
 /// tracebacks of the cuDNN line above, a test, need 264 a line) is read in full, while
 /// lines that all spend their pool and the reserve get this much more each, not more.
 /// Kilobyte lines of near misses: at most 1,356 steps a line (800 + 256 + 300; 3,024
-/// with the pools of 2,000 steps + 1 a byte and no refill), and 528 in the front end's
-/// judging (half a pool).
+/// with the pools of 2,000 steps + 1 a byte and no refill), and 1,056 in the front
+/// end's judging (the line's pool).
 pub(crate) const REFILL_STEPS: u64 = 300;
 
 /// A step pool for the attempts over one text: [`LINE_STEPS`] plus one step per
@@ -1194,8 +1194,8 @@ struct Cont<'p, 'c> {
 /// A capture while an attempt runs: its name borrowed from the template and a text
 /// capture's value a span of the input, made a [`Capture`] once the whole match holds.
 /// Each try of a text capture whose rest matched built its name and trimmed value as
-/// strings, dropped again when the attempt failed later: a tenth of the instructions
-/// of near misses of long messages made of captures (collective mismatches).
+/// strings, dropped again when the attempt failed later: 6% of the instructions of
+/// near misses of collective mismatches, long messages made of captures.
 enum Slot<'h> {
     Text { name: &'h str, list: bool, from: usize, to: usize, any: bool },
     Value { name: std::borrow::Cow<'h, str>, list: bool, value: Value },
