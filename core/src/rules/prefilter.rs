@@ -158,7 +158,8 @@ pub(crate) struct Scan<'a> {
     pub pack: &'a Pack,
 }
 
-/// The anchors' automaton: standard match semantics, for overlapping searches.
+/// The anchors' automaton (and the needles' DFA): standard match semantics, for
+/// overlapping searches.
 fn anchors_automaton(patterns: &[String], kind: AhoCorasickKind) -> AhoCorasick {
     automaton(patterns, MatchKind::Standard, kind)
 }
@@ -346,26 +347,28 @@ impl Prefilter {
     /// [`DFA_AFTER`] bytes (built then, once), else the NFA. Both find the same matches
     /// in the same order.
     pub(crate) fn anchors(&self) -> &AhoCorasick {
-        if self.scanned.0.load(Ordering::Relaxed) > DFA_AFTER {
-            self.anchors_dfa.get_or_init(|| anchors_automaton(&self.anchor_patterns, AhoCorasickKind::DFA))
-        } else {
-            &self.anchors_ac
-        }
+        self.switched(&self.anchors_ac, &self.anchors_dfa, &self.anchor_patterns)
     }
 
     /// The needles' automaton for kept lines, switched to a DFA with the anchors'
     /// (every kept byte is searched for needles: on kilobyte lines of near misses the
     /// NFA's overlapping search was a tenth of the time, 48 instructions a byte).
     fn needle_automaton(&self) -> &AhoCorasick {
+        self.switched(&self.needle_ac, &self.needle_dfa, &self.needles)
+    }
+
+    /// `nfa` until the engine has read [`DFA_AFTER`] bytes, then the DFA in `dfa`, built
+    /// once from `patterns` with the same (standard, overlapping) semantics.
+    fn switched<'a>(
+        &self,
+        nfa: &'a AhoCorasick,
+        dfa: &'a OnceLock<AhoCorasick>,
+        patterns: &[String],
+    ) -> &'a AhoCorasick {
         if self.scanned.0.load(Ordering::Relaxed) > DFA_AFTER {
-            self.needle_dfa.get_or_init(|| {
-                AhoCorasickBuilder::new()
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(&self.needles)
-                    .expect("literals: the automaton always builds")
-            })
+            dfa.get_or_init(|| anchors_automaton(patterns, AhoCorasickKind::DFA))
         } else {
-            &self.needle_ac
+            nfa
         }
     }
 

@@ -1561,7 +1561,7 @@ impl<'h> Matcher<'h> {
         // on one line, `any` may cross line breaks.
         // Bounded searches only: per-attempt work must not grow with the line.
         let mut reach = floor_boundary(s, s.len().min(MAX_TEXT));
-        if self.lead.0.is_some() && reach > 1 {
+        if self.lead.0.is_some() {
             // An `any` capture stops only where the lead recurs on its first line (glued
             // reports, near misses along a line): on later lines it may be quoted (pip's
             // `× Getting requirements to build wheel did not run successfully` inside the
@@ -1570,8 +1570,10 @@ impl<'h> Matcher<'h> {
                 Kind::Any => memchr::memchr(b'\n', &s.as_bytes()[..reach]).unwrap_or(reach),
                 _ => reach,
             };
-            if let Some(at) = self.lead_stop(pos + 1, pos + limit.max(1)) {
-                reach = at - pos;
+            if limit > 1 {
+                if let Some(at) = self.lead_stop(pos + 1, pos + limit) {
+                    reach = at - pos;
+                }
             }
         }
         if kind == Kind::Text && !cont_exhausted(next) && !self.every_end {
