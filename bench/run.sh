@@ -120,8 +120,40 @@ for f in adv-long-line adv-1m-frames adv-10k-chain adv-ansi-flood \
   printf '  %-16s %8ss %6s MB  (%s MB input)\n' "$f" "$t" "$((m / 1024))" "$(( $(stat -c %s "$OUT/$f.log") / 1048576 ))"
 done
 
+# A third-party pack (`--rules`): the template `hostile_pack` found (two `any` captures
+# in a row, then a shape and an alternative that fail) over short lines that each begin
+# with its head, at 1 and 10 MB, 25-byte and 9-byte lines.
+hp="$OUT/hostile-pack"
+mkdir -p "$hp/rules"
+cat > "$hp/rules/two-any.toml" <<'TOML'
+id = "two-any"
+family = "other"
+title = "Widget failed"
+summary = "A third-party rule whose template is two any captures in a row."
+mechanism = "Found by the hostile_pack fuzz target: each try of the second capture read up to 2,048 bytes again."
+checklist = ["Measure it."]
+fix = "None: a benchmark."
+verify = "bench/run.sh"
+prevent = "fuzz/README.md"
+next_action = "None."
+related = []
+
+[[match]]
+template = "Widget {any:c1}{any:c1}{shape:c0}{a|b}"
+torch = ">=2.0"
+TOML
+for mb in 1 10; do
+  for unit in "Widget aaaaaaaaaaaaaaaaa" "Widget a"; do
+    f="$hp/two-any-$((${#unit} + 1))-$mb.log"
+    [ -s "$f" ] || { yes "$unit" | head -c $((mb * 1048576)) > "$f" || true; }
+    read -r t m < <(measure $BIN diagnose --format json --rules "$hp/rules" "$f")
+    printf '  %-16s %8ss %6s MB  (%s MB input, %s-byte lines, third-party pack)\n' two-any "$t" "$((m / 1024))" "$mb" "$((${#unit} + 1))"
+  done
+done
+
 cargo build -q --release -p torchdx-bench --bin near-miss
-for len in 65536 1024; do
+# 64 KiB lines (the longest kept whole), kilobyte lines, and one near miss a line.
+for len in 65536 1024 1; do
   echo; echo "every template's own near miss along $len-byte lines, 1 MB each (bench near-miss), slowest five:"
   target/release/near-miss 1 --line "$len" > "$OUT/near-miss-$len.txt" 2>&1
   head -5 "$OUT/near-miss-$len.txt"; tail -1 "$OUT/near-miss-$len.txt"

@@ -17,11 +17,12 @@ if [ -d ../../shared/corpus ]; then
   done
 fi
 for f in corpus/diagnose/*; do printf '\x17' | cat - "$f" > "corpus/stream/$(basename "$f")"; done
-# chunks: three cut sizes (1, 3, 64) then the log.
-for f in corpus/diagnose/*; do printf '\x03\x00\x02\x3f' | cat - "$f" > "corpus/chunks/$(basename "$f")"; done
-# hostile_pack: template bytes, a NUL, then a log the template's words appear in.
+# chunks: three cut sizes (1, 3, 64), no stretch (two zero bytes), then the log.
+for f in corpus/diagnose/*; do printf '\x03\x00\x02\x3f\x00\x00' | cat - "$f" > "corpus/chunks/$(basename "$f")"; done
+# hostile_pack: template bytes, a NUL, then the log: once per line (0), one line (0),
+# and a fragment the template's words appear in.
 for i in 1 2 3 4 5 6 7 8; do
-  { printf "\\x0$i\\x03\\x05\\x2a\\x13\\x06\\x0b\\x21"; printf '\0'; printf 'Widget ab 12 failed Error: x [0] a.b\n'; } > "corpus/hostile_pack/seed-$i"
+  { printf "\\x0$i\\x03\\x05\\x2a\\x13\\x06\\x0b\\x21"; printf '\0\0\0'; printf 'ab 12 failed Error: x [0] a.b'; } > "corpus/hostile_pack/seed-$i"
 done
 # amplify: near misses of the templates (every capture an `x`, the last character cut),
 # repeated 65 times per line over 17 lines, then the same with distinct lines; every
