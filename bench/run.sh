@@ -163,6 +163,16 @@ if [ -f wasm/pkg-node/torchdx_wasm.js ] && command -v node >/dev/null; then
   echo; echo "WASM (Node) vs native on a 1 MB log:"
   f="$OUT/gen-1.log"; [ -s "$f" ] || target/release/gen-log 1 64 7 > "$f"
   node bench/wasm-vs-native.mjs "$f" target/release/time-diagnose
+  # The 100 KB paste of criterion's `diagnose/paste_100k`: filler lines, then an example.
+  p="$OUT/paste-100k.log"
+  if [ ! -s "$p" ]; then
+    ex=examples/device-mismatch.log
+    n=$(( (102400 - $(stat -c %s "$ex") + 65) / 66 ))
+    { yes 'step 1200 loss 2.1183 lr 3.00e-04 grad_norm 0.917 tokens/s 183211' | head -n "$n" || true; cat "$ex"; } > "$p"
+  fi
+  echo "WASM (Node) vs native on the 100 KB paste, and the WASM cold start:"
+  node bench/wasm-vs-native.mjs "$p" target/release/time-diagnose
+  node bench/wasm-cold.mjs "$p" 7
 fi
 
 echo; echo "criterion (pack load, 100 KB paste, grammars):"

@@ -24,7 +24,11 @@
 //! pool of 800 steps + 1 a byte, and 300 a line back to the log's reserve); in a
 //! fourth, against e3ef0d5 in one run, 1 KiB lines median 39.3 -> 43.5, slowest 20.1
 //! -> 22.9, 64 KiB lines median 54.4 -> 64.4, slowest 28.5 -> 33.2 (a step per 4
-//! bytes, captures kept as spans until a match holds). Wall time on a shared 2-core
+//! bytes, captures kept as spans until a match holds). `--line 1` puts one near miss on
+//! each line, where a line's fixed pool of 800 steps sets the cost: on 2026-12-08,
+//! against a6225e1 in one run, median 18.4 -> 19.1 MB/s, slowest 2.7 -> 5.5, under 20
+//! MB/s 312 -> 297 (an `any` capture stops at a line that begins its message again).
+//! Wall time on a shared 2-core
 //! machine varies by a fifth between single runs: compare instruction counts
 //! (`valgrind --tool=cachegrind --cache-sim=no`) when a change is small.
 //! Issue "Hostile input" asks for 20 MB/s on every template's worst case; this is the
