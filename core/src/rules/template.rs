@@ -1182,6 +1182,25 @@ impl Seen {
             _ => Err(from),
         }
     }
+
+    /// The first occurrence in `hay[from..limit]` of a needle `len` bytes long, answered
+    /// from `seen` where it settles it, else by `search` from where reading must resume
+    /// (it returns an absolute position), and remembered in `seen`.
+    fn ask(
+        seen: &mut Option<Seen>,
+        from: usize,
+        limit: usize,
+        len: usize,
+        search: impl FnOnce(usize) -> Option<usize>,
+    ) -> Option<usize> {
+        let scan_from = match Seen::resume(*seen, from, limit, len) {
+            Ok(found) => return found,
+            Err(at) => at,
+        };
+        let found = search(scan_from);
+        *seen = Some(Seen { from, upto: limit, found });
+        found
+    }
 }
 
 /// What remains to match: pieces of the template (`'p`, as long as the template) and
@@ -1636,20 +1655,19 @@ impl<'h> Matcher<'h> {
     /// remembering what was read as [`Matcher::next_stop`] does.
     fn lead_stop(&mut self, from: usize, limit: usize) -> Option<usize> {
         let Some(finder) = &self.lead.0 else { return None };
-        let scan_from = match Seen::resume(self.lead_seen, from, limit, finder.needle().len()) {
-            Ok(found) => return found,
-            Err(at) => at,
-        };
-        let found = finder.find(&self.hay.as_bytes()[scan_from..limit]).map(|k| scan_from + k);
-        self.lead_seen = Some(Seen { from, upto: limit, found });
-        found
+        let b = self.hay.as_bytes();
+        Seen::ask(&mut self.lead_seen, from, limit, finder.needle().len(), |at| {
+            finder.find(&b[at..limit]).map(|k| at + k)
+        })
     }
 
-    /// The first terminal hard wrap (see [`is_wrap`]) in `hay[from..limit]`,
+    /// The first terminal hard wrap (see [`wrap_resume`]) in `hay[from..limit]`,
     /// remembering what was read as [`Matcher::next_stop`] does.
     fn first_wrap(&mut self, from: usize, limit: usize) -> Option<usize> {
         let b = self.hay.as_bytes();
-        Self::first_newline(&mut self.wrap_seen, b, from, limit, |nl| is_wrap(b, nl))
+        Seen::ask(&mut self.wrap_seen, from, limit, 1, |at| {
+            first_newline(b, at, limit, |nl| wrap_resume(b, nl).is_some())
+        })
     }
 
     /// The first line break in `hay[from..limit]` after which a new log record starts
@@ -1660,28 +1678,12 @@ impl<'h> Matcher<'h> {
     fn record_break(&mut self, from: usize, limit: usize) -> Option<usize> {
         let b = self.hay.as_bytes();
         let lead = self.lead.text();
-        Self::first_newline(&mut self.record_seen, b, from, limit, |nl| {
-            let next = &b[nl + 1..];
-            crate::ingest::wrap::starts_record(next) || (!lead.is_empty() && next.starts_with(lead))
+        Seen::ask(&mut self.record_seen, from, limit, 1, |at| {
+            first_newline(b, at, limit, |nl| {
+                let next = &b[nl + 1..];
+                crate::ingest::wrap::starts_record(next) || (!lead.is_empty() && next.starts_with(lead))
+            })
         })
-    }
-
-    /// The first line break in `b[from..limit]` that `keep` accepts, answered from
-    /// `seen` where it can: `keep` depends on the break alone, not on `from`.
-    fn first_newline(
-        seen: &mut Option<Seen>,
-        b: &[u8],
-        from: usize,
-        limit: usize,
-        keep: impl Fn(usize) -> bool,
-    ) -> Option<usize> {
-        let scan_from = match Seen::resume(*seen, from, limit, 1) {
-            Ok(found) => return found,
-            Err(at) => at,
-        };
-        let found = memchr::memchr_iter(b'\n', &b[scan_from..limit]).map(|k| scan_from + k).find(|&nl| keep(nl));
-        *seen = Some(Seen { from, upto: limit, found });
-        found
     }
 
     /// The first of the `key` bytes or a line break in `hay[from..limit]`, remembering
@@ -1691,17 +1693,17 @@ impl<'h> Matcher<'h> {
     /// what the last search saw instead of reading up to [`MAX_TEXT`] bytes again.
     fn next_stop(&mut self, key: [u8; 2], from: usize, limit: usize) -> Option<usize> {
         let slot = self.stops.iter().position(|(k, _)| *k == key);
-        let scan_from = match Seen::resume(slot.map(|i| self.stops[i].1), from, limit, 1) {
-            Ok(found) => return found,
-            Err(at) => at,
-        };
-        let found =
-            memchr::memchr3(key[0], key[1], b'\n', &self.hay.as_bytes()[scan_from..limit]).map(|k| scan_from + k);
-        let seen = (key, Seen { from, upto: limit, found });
-        match slot {
-            Some(i) => self.stops[i] = seen,
-            None if self.stops.len() < 4 => self.stops.push(seen),
-            None => self.stops[0] = seen,
+        let mut seen = slot.map(|i| self.stops[i].1);
+        let b = self.hay.as_bytes();
+        let found = Seen::ask(&mut seen, from, limit, 1, |at| {
+            memchr::memchr3(key[0], key[1], b'\n', &b[at..limit]).map(|k| at + k)
+        });
+        if let Some(seen) = seen {
+            match slot {
+                Some(i) => self.stops[i] = (key, seen),
+                None if self.stops.len() < 4 => self.stops.push((key, seen)),
+                None => self.stops[0] = (key, seen),
+            }
         }
         found
     }
@@ -2048,11 +2050,18 @@ pub const MIN_SECOND_ANCHOR: usize = 4;
 /// Bytes a numeric capture reads through wraps.
 const DEWRAP_MAX: usize = 256;
 
-/// Whether the line break at `nl` is a terminal hard wrap [`dewrap`] removes: it ends
-/// a line at least [`MIN_WRAP_WIDTH`] long, after a non-space character, and the next
-/// line goes on, after indentation, with what continues a number or a device. Decided
-/// by the break alone, whatever position a capture reads it from.
-fn is_wrap(b: &[u8], nl: usize) -> bool {
+/// The first line break in `b[from..limit]` that `keep` accepts (`keep` depends on the
+/// break alone, so [`Seen`] may answer a later search from this one).
+fn first_newline(b: &[u8], from: usize, limit: usize, keep: impl Fn(usize) -> bool) -> Option<usize> {
+    memchr::memchr_iter(b'\n', &b[from..limit]).map(|k| from + k).find(|&nl| keep(nl))
+}
+
+/// Where the text goes on when the line break at `nl` is a terminal hard wrap, which
+/// [`dewrap`] removes with the indentation after it: the break ends a line at least
+/// [`MIN_WRAP_WIDTH`] long, after a non-space character, and the next line goes on,
+/// after indentation, with what continues a number or a device. `None`: not a wrap.
+/// Decided by the break alone, whatever position a capture reads it from.
+fn wrap_resume(b: &[u8], nl: usize) -> Option<usize> {
     let back = nl.saturating_sub(MIN_WRAP_WIDTH);
     let long = match memchr::memrchr(b'\n', &b[back..nl]) {
         Some(p) => nl - (back + p + 1) >= MIN_WRAP_WIDTH,
@@ -2062,11 +2071,12 @@ fn is_wrap(b: &[u8], nl: usize) -> bool {
     while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
         j += 1;
     }
-    nl > 0
+    let wrap = nl > 0
         && !b[nl - 1].is_ascii_whitespace()
         && long
         && j < b.len()
-        && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','))
+        && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','));
+    wrap.then_some(j)
 }
 
 /// Up to `max` bytes of `hay` from `pos` with terminal hard wraps (a line break plus
@@ -2077,9 +2087,6 @@ fn dewrap(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
     let end = floor_boundary(hay, (pos + max).min(hay.len()));
     let mut out = String::with_capacity(end - pos);
     let mut orig = Vec::with_capacity(end - pos + 1);
-    // Only whether the line is at least MIN_WRAP_WIDTH long matters: look back no further.
-    let back = pos.saturating_sub(MIN_WRAP_WIDTH);
-    let mut line_start = memchr::memrchr(b'\n', &b[back..pos]).map_or(back, |p| back + p + 1);
     let mut i = pos;
     while i < end {
         // Copy up to the next line break in one go; only breaks need a decision.
@@ -2090,23 +2097,14 @@ fn dewrap(hay: &str, pos: usize, max: usize) -> (String, Vec<usize>) {
             i = end;
             break;
         }
-        let mut j = nl + 1;
-        while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
-            j += 1;
+        match wrap_resume(b, nl) {
+            Some(j) => i = j,
+            None => {
+                out.push('\n');
+                orig.push(nl);
+                i = nl + 1;
+            }
         }
-        let wrap = nl > 0
-            && !b[nl - 1].is_ascii_whitespace()
-            && nl - line_start >= MIN_WRAP_WIDTH
-            && j < b.len()
-            && (b[j].is_ascii_digit() || matches!(b[j], b':' | b'x' | b'.' | b','));
-        if wrap {
-            i = j;
-        } else {
-            out.push('\n');
-            orig.push(nl);
-            i = nl + 1;
-        }
-        line_start = nl + 1;
     }
     orig.push(i);
     (out, orig)
@@ -2269,7 +2267,8 @@ mod tests {
                     // No wrap in reach (what the matcher asks before dewrapping): the
                     // text is copied unchanged, each byte from its own offset.
                     let end = floor_boundary(hay, (pos + max).min(hay.len()));
-                    let wrapped = (pos..end).any(|nl| hay.as_bytes()[nl] == b'\n' && is_wrap(hay.as_bytes(), nl));
+                    let wrapped =
+                        (pos..end).any(|nl| hay.as_bytes()[nl] == b'\n' && wrap_resume(hay.as_bytes(), nl).is_some());
                     let copied = (hay[pos..end].to_string(), (pos..=end).collect::<Vec<_>>());
                     assert_eq!(d == copied, !wrapped, "{hay:?} {pos} {max}");
                 }
